@@ -1,0 +1,50 @@
+# The few verbs a newcomer needs. `make run` sets up and serves; `make test` runs the whole suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.ragmeta-installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup run serve migrate test test-postgres lint format openapi bench clean
+
+setup: $(STAMP)
+
+# Pinned dependencies (torch is the CPU 2.13.0 build), then the project itself without resolving again.
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+migrate: setup
+	$(BIN)/python -m app.cli migrate
+
+run: setup
+	$(BIN)/python -m app.cli run --host $(HOST) --port $(PORT)
+
+serve: setup
+	$(BIN)/python -m app.cli serve --host $(HOST) --port $(PORT)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy app services
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+openapi: setup
+	$(BIN)/python scripts/openapi.py
+
+bench: setup
+	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/report.py
+
+clean:
+	rm -rf $(VENV) var

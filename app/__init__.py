@@ -1,0 +1,1 @@
+"""HTTP layer of ragmeta: app factory, settings, dependencies, routers and schemas."""

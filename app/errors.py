@@ -1,0 +1,85 @@
+"""One JSON error envelope for every 4xx/5xx, declared in OpenAPI."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from services.errors import ServiceError
+from services.validation import loc_to_field
+
+log = logging.getLogger("ragmeta")
+
+
+class ErrorItem(BaseModel):
+    index: int | None = None
+    line: int | None = None
+    field: str
+    reason: str
+
+
+class ErrorEnvelope(BaseModel):
+    error: str
+    detail: str
+    items: list[ErrorItem] = []
+
+
+_DESCRIPTIONS = {
+    400: "Malformed input (bytes that cannot be parsed)",
+    404: "Unknown id",
+    409: "Conflict with stored data",
+    413: "Upload over the configured size limit",
+    415: "Unsupported content type",
+    422: "Invalid items; every bad row is listed",
+    503: "A required component is not available",
+}
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries for the error envelope."""
+    return {code: {"model": ErrorEnvelope, "description": _DESCRIPTIONS.get(code, "Error")} for code in codes}
+
+
+def _envelope(
+    status: int, error: str, detail: str, items: list[dict[str, Any]] | None = None
+) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": error, "detail": detail, "items": items or []})
+
+
+_HTTP_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge", 415: "UnsupportedMediaType"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return _envelope(exc.status, exc.code, exc.detail, [i.as_dict() for i in exc.items])
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        items = []
+        for err in exc.errors():
+            loc = tuple(err.get("loc", ()))
+            # ("body", 3, "passages", 0, "end") -> index 3, field passages[0].end
+            index = None
+            if len(loc) >= 2 and loc[0] == "body" and isinstance(loc[1], int):
+                index, loc = loc[1], loc[2:]
+            elif loc and loc[0] == "body":
+                loc = loc[1:]
+            items.append({"index": index, "field": loc_to_field(loc), "reason": err.get("msg", "invalid")})
+        return _envelope(422, "InvalidRequest", "the request does not match the schema", items)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
+        return _envelope(exc.status_code, name, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return _envelope(500, "InternalError", "unexpected server error; see the service log")

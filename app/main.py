@@ -1,0 +1,100 @@
+"""App factory: ``create_app(settings)`` builds the service; ``app`` is what uvicorn serves."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+
+from app.errors import install_error_handlers
+from app.routers import datasets, health
+from app.settings import Settings, get_settings
+from services.datasets.schemas import DocumentCreate, QuestionCreate
+from services.db import ensure_migrated, make_engine, make_session_factory
+from services.offline import apply_offline_env
+
+log = logging.getLogger("ragmeta")
+
+# Item schemas of batch endpoints whose bodies are read by hand (JSON, JSONL or file) and so are not
+# discovered by FastAPI; they are added to the OpenAPI components so clients can see them.
+EXTRA_SCHEMAS: list[type[Any]] = [DocumentCreate, QuestionCreate]
+
+DESCRIPTION = """\
+ragmeta tells a RAG team which automatic metrics they can trust on their own data: it stores a question/answer
+dataset with reference passages, runs a RAG system or receives the outputs of one, collects human ratings,
+scores every output with Ragas, DeepEval, RAGChecker, Opik and classical metrics, and reports how each metric
+correlates with the humans, with confidence intervals.
+
+Every error is one JSON envelope: `{"error": name, "detail": text, "items": [{index, line, field, reason}]}`.
+"""
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    apply_offline_env()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Refuse to serve a database that is behind the code (or migrate it, when told to).
+        ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="ragmeta",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = make_session_factory(engine)
+    install_error_handlers(app)
+    for module in (health, datasets):
+        app.include_router(module.router)
+
+    def custom_openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in EXTRA_SCHEMAS:
+            js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for name, sub in js.pop("$defs", {}).items():
+                components.setdefault(name, sub)
+            components.setdefault(model.__name__, js)
+        # Request validation errors are rendered in the envelope too: say so instead of FastAPI's default.
+        envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                resp = op.get("responses", {}).get("422")
+                if resp and "HTTPValidationError" in str(resp):
+                    resp["content"] = {"application/json": {"schema": envelope}}
+                    resp["description"] = "Invalid request or items; every bad field is listed"
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = custom_openapi  # type: ignore[method-assign]
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    # `uvicorn app.main:app` builds the app on first access, so importing this module has no side effects.
+    if name == "app":
+        return create_app()
+    raise AttributeError(name)

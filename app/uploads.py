@@ -1,0 +1,78 @@
+"""Reading a batch from a request: JSON/JSONL/CSV body or a multipart file, under the size limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from starlette.datastructures import UploadFile
+
+from services.errors import ItemError, MalformedInput, PayloadTooLarge
+from services.ingest import Format, Row, guess_format, parse_rows
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"upload exceeds the limit of {limit} bytes (setting RAGMETA_MAX_UPLOAD_BYTES)",
+        [ItemError(None, "body", f"more than {limit} bytes")],
+    )
+
+
+async def read_batch(
+    request: Request, limit: int, allowed: tuple[Format, ...] = ("json", "jsonl")
+) -> list[Row]:
+    """Parse the request's batch; raises 413 before reading a body announced as too large."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    ctype = request.headers.get("content-type", "")
+    if ctype.startswith("multipart/form-data"):
+        # The form owns spooled temporary files: close it as soon as the bytes are read.
+        async with request.form(max_part_size=limit) as form:
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise MalformedInput(
+                    "multipart upload needs a file field named 'file'", [ItemError(None, "file", "missing")]
+                )
+            raw = await upload.read(limit + 1)
+        if len(raw) > limit:
+            raise _too_large(limit)
+        fmt = guess_format(upload.content_type, upload.filename)
+        field = "file"
+    else:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        fmt = guess_format(ctype, None)
+        field = "body"
+    if fmt not in allowed:
+        raise MalformedInput(
+            f"this endpoint reads {', '.join(allowed)}, not {fmt}",
+            [ItemError(None, field, f"{fmt} not accepted")],
+        )
+    if not raw.strip():
+        raise MalformedInput(f"{field} is empty", [ItemError(None, field, "no data")])
+    return parse_rows(raw, fmt, field)
+
+
+def batch_body(item_schema: dict[str, Any], csv: bool = False) -> dict[str, Any]:
+    """OpenAPI requestBody for endpoints that take a JSON list, JSONL, (CSV) or a multipart file."""
+    content: dict[str, Any] = {
+        "application/json": {"schema": {"type": "array", "items": item_schema}},
+        "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line"}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {"file": {"type": "string", "format": "binary"}},
+                "required": ["file"],
+            }
+        },
+    }
+    if csv:
+        content["text/csv"] = {"schema": {"type": "string", "description": "CSV with a header row"}}
+    return {"requestBody": {"required": True, "content": content}}

@@ -1,0 +1,1 @@
+"""Domain logic of ragmeta. Nothing here imports FastAPI."""

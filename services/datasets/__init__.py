@@ -1,0 +1,1 @@
+"""Datasets, documents, questions and their reference passages."""

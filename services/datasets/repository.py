@@ -1,0 +1,82 @@
+"""All SQL about datasets, documents and questions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload
+
+from services.models import Dataset, Document, Passage, Question
+
+
+class DatasetRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, dataset_id: int) -> Dataset | None:
+        return self.session.get(Dataset, dataset_id)
+
+    def by_name(self, name: str) -> Dataset | None:
+        return self.session.scalar(select(Dataset).where(Dataset.name == name))
+
+    def list(self) -> Sequence[Dataset]:
+        return self.session.scalars(select(Dataset).order_by(Dataset.id)).all()
+
+    def add(self, obj: object) -> None:
+        self.session.add(obj)
+
+    def counts(self, dataset_id: int) -> tuple[int, int, int]:
+        docs = self.session.scalar(select(func.count()).where(Document.dataset_id == dataset_id)) or 0
+        qs = self.session.scalar(select(func.count()).where(Question.dataset_id == dataset_id)) or 0
+        unans = (
+            self.session.scalar(
+                select(func.count()).where(Question.dataset_id == dataset_id, Question.answerable.is_(False))
+            )
+            or 0
+        )
+        return docs, qs, unans
+
+    def documents_by_external_id(
+        self, dataset_id: int, ids: Iterable[str] | None = None
+    ) -> dict[str, Document]:
+        stmt = select(Document).where(Document.dataset_id == dataset_id)
+        if ids is not None:
+            stmt = stmt.where(Document.external_id.in_(list(ids)))
+        return {d.external_id: d for d in self.session.scalars(stmt)}
+
+    def documents(self, dataset_id: int) -> Sequence[Document]:
+        stmt = select(Document).where(Document.dataset_id == dataset_id).order_by(Document.id)
+        return self.session.scalars(stmt).all()
+
+    def questions_by_external_id(
+        self, dataset_id: int, ids: Iterable[str] | None = None
+    ) -> dict[str, Question]:
+        stmt = (
+            select(Question)
+            .where(Question.dataset_id == dataset_id)
+            .options(selectinload(Question.passages).selectinload(Passage.document))
+        )
+        if ids is not None:
+            stmt = stmt.where(Question.external_id.in_(list(ids)))
+        return {q.external_id: q for q in self.session.scalars(stmt)}
+
+    def questions(self, dataset_id: int) -> Sequence[Question]:
+        stmt = (
+            select(Question)
+            .where(Question.dataset_id == dataset_id)
+            .options(selectinload(Question.passages).selectinload(Passage.document))
+            .order_by(Question.id)
+        )
+        return self.session.scalars(stmt).all()
+
+    def passages_of_documents(self, document_ids: Iterable[int]) -> Sequence[Passage]:
+        stmt = (
+            select(Passage)
+            .where(Passage.document_id.in_(list(document_ids)))
+            .options(selectinload(Passage.question))
+        )
+        return self.session.scalars(stmt).all()
+
+    def flush(self) -> None:
+        self.session.flush()

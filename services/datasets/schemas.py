@@ -1,0 +1,143 @@
+"""Shapes of dataset items as callers send and receive them (external ids, character offsets)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+NonEmpty = Field(min_length=1)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+class ChunkingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    page_max_words: int = Field(default=1000, ge=10, le=100_000)
+    max_words: int = Field(default=200, ge=5, le=10_000)
+    overlap_words: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingConfig:
+        if self.overlap_words >= self.max_words:
+            raise ValueError("overlap_words must be smaller than max_words")
+        if self.max_words > self.page_max_words:
+            raise ValueError("max_words must not exceed page_max_words")
+        return self
+
+
+class DatasetCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", examples=["fr", "en"])
+    description: str | None = None
+    chunking: ChunkingConfig = ChunkingConfig()
+
+    _name = field_validator("name")(_not_blank)
+
+
+class DatasetRead(BaseModel):
+    id: int
+    name: str
+    language: str
+    description: str | None
+    chunking: ChunkingConfig
+    documents: int
+    questions: int
+    unanswerable: int
+
+
+class DocumentCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: str = Field(min_length=1, max_length=300)
+    title: str | None = None
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _ext = field_validator("external_id")(_not_blank)
+    _text = field_validator("text")(_not_blank)
+
+
+class PassageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str = Field(min_length=1, description="external id of the document")
+    start: int = Field(ge=0, description="character offset (code points) of the first character")
+    end: int = Field(description="character offset one past the last character")
+    text: str | None = Field(default=None, description="optional: checked against the document span")
+
+
+class QuestionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: str = Field(min_length=1, max_length=300)
+    question: str
+    reference_answer: str | None = None
+    answerable: bool = True
+    types: list[str] = Field(default_factory=list)
+    passages: list[PassageIn] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _ext = field_validator("external_id")(_not_blank)
+    _q = field_validator("question")(_not_blank)
+
+    @field_validator("types")
+    @classmethod
+    def _types(cls, value: list[str]) -> list[str]:
+        if any(not t.strip() for t in value):
+            raise ValueError("types must not contain empty strings")
+        if len(set(value)) != len(value):
+            raise ValueError("types must not repeat")
+        return value
+
+    @model_validator(mode="after")
+    def _unanswerable_has_nothing(self) -> QuestionCreate:
+        if not self.answerable:
+            if self.passages:
+                raise ValueError("an unanswerable question (answerable=false) carries no passages")
+            if self.reference_answer is not None:
+                raise ValueError("an unanswerable question (answerable=false) has reference_answer null")
+        elif self.reference_answer is not None and not self.reference_answer.strip():
+            raise ValueError("reference_answer must be null or non-empty")
+        return self
+
+
+class PassageOut(BaseModel):
+    document_id: str
+    start: int
+    end: int
+    text: str | None = None
+
+
+class QuestionRead(BaseModel):
+    id: int
+    external_id: str
+    question: str
+    reference_answer: str | None
+    answerable: bool
+    types: list[str]
+    passages: list[PassageOut]
+    metadata: dict[str, Any]
+
+
+class DocumentRead(BaseModel):
+    id: int
+    external_id: str
+    title: str | None
+    text: str
+    metadata: dict[str, Any]
+
+
+class ImportReport(BaseModel):
+    kind: Literal["documents", "questions", "outputs", "ratings", "scores"]
+    received: int
+    created: int
+    updated: int
+    unchanged: int

@@ -1,0 +1,273 @@
+"""SQL store: every entity of the service.
+
+Identifiers are integers owned by the service; callers match items inside payloads by their own external ids.
+Character offsets are Python string indices (code points) into ``Document.text``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Timestamps:
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class Dataset(Timestamps, Base):
+    __tablename__ = "dataset"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    language: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str | None] = mapped_column(Text)
+    # Chunking configuration: {"page_max_words", "max_words", "overlap_words"}.
+    chunking: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Document(Timestamps, Base):
+    __tablename__ = "document"
+    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(300))
+    title: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class Question(Timestamps, Base):
+    __tablename__ = "question"
+    __table_args__ = (UniqueConstraint("dataset_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(300))
+    question: Mapped[str] = mapped_column(Text)
+    reference_answer: Mapped[str | None] = mapped_column(Text)
+    answerable: Mapped[bool] = mapped_column(Boolean, default=True)
+    types: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+    passages: Mapped[list[Passage]] = relationship(
+        back_populates="question", cascade="all, delete-orphan", order_by="Passage.position"
+    )
+
+
+class Passage(Base):
+    """A reference passage: a span of a document that supports the question's answer."""
+
+    __tablename__ = "passage"
+    __table_args__ = (CheckConstraint("start_char >= 0 AND end_char > start_char", name="passage_span"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("document.id", ondelete="RESTRICT"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_char", Integer)
+    end: Mapped[int] = mapped_column("end_char", Integer)
+
+    question: Mapped[Question] = relationship(back_populates="passages")
+    document: Mapped[Document] = relationship()
+
+
+class Run(Timestamps, Base):
+    """One version of a RAG system whose outputs are rated and scored."""
+
+    __tablename__ = "run"
+    __table_args__ = (UniqueConstraint("dataset_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # {"retriever": "hybrid", "k": 5, "generator": "extractive", "model": ..., "prompt": ...}
+    system: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class Output(Timestamps, Base):
+    __tablename__ = "output"
+    __table_args__ = (UniqueConstraint("run_id", "question_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"), index=True)
+    answer: Mapped[str | None] = mapped_column(Text)
+    # Which generator produced the answer: {"kind": "llm"|"extractive"|"external", "model": ...}.
+    generator: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    # Set when generation failed for this question; the answer is then null.
+    error: Mapped[str | None] = mapped_column(Text)
+
+    chunks: Mapped[list[RetrievedChunk]] = relationship(
+        back_populates="output", cascade="all, delete-orphan", order_by="RetrievedChunk.rank"
+    )
+
+
+class RetrievedChunk(Base):
+    __tablename__ = "retrieved_chunk"
+    __table_args__ = (UniqueConstraint("output_id", "rank"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    rank: Mapped[int] = mapped_column(Integer)  # 1-based
+    document_id: Mapped[int | None] = mapped_column(ForeignKey("document.id", ondelete="SET NULL"))
+    start: Mapped[int | None] = mapped_column("start_char", Integer)
+    end: Mapped[int | None] = mapped_column("end_char", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    score: Mapped[float | None] = mapped_column(Float)
+    # exact | normalized | given (offsets supplied) | unlocated
+    location: Mapped[str] = mapped_column(String(16), default="given")
+
+    output: Mapped[Output] = relationship(back_populates="chunks")
+
+
+class Rater(Timestamps, Base):
+    __tablename__ = "rater"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+
+
+class Rubric(Timestamps, Base):
+    __tablename__ = "rubric"
+    __table_args__ = (CheckConstraint("max_score > min_score", name="rubric_scale"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    min_score: Mapped[int] = mapped_column(Integer)
+    max_score: Mapped[int] = mapped_column(Integer)
+    levels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Rating(Timestamps, Base):
+    __tablename__ = "rating"
+    __table_args__ = (UniqueConstraint("output_id", "rater_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    rater_id: Mapped[int] = mapped_column(ForeignKey("rater.id", ondelete="CASCADE"), index=True)
+    rubric_id: Mapped[int] = mapped_column(ForeignKey("rubric.id", ondelete="RESTRICT"))
+    score: Mapped[int] = mapped_column(Integer)
+    comment: Mapped[str | None] = mapped_column(Text)
+
+
+class MetricScore(Timestamps, Base):
+    """One metric's value for one output under one configuration (k, judge fingerprint, model...)."""
+
+    __tablename__ = "metric_score"
+    __table_args__ = (
+        UniqueConstraint("output_id", "metric", "config_key"),
+        Index("ix_metric_score_metric", "metric"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    metric: Mapped[str] = mapped_column(String(200))
+    # Hash of the configuration that produced the score; re-submitting the same configuration skips it.
+    config_key: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    k: Mapped[int | None] = mapped_column(Integer)
+    value: Mapped[float | None] = mapped_column(Float)
+    # Why the value is null: an undefined case ("no reference passage") or a failure ("judge timeout").
+    reason: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+
+
+class Job(Timestamps, Base):
+    """Long work (indexing, generation, scoring) run by a worker, resumable after a crash."""
+
+    __tablename__ = "job"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    # queued | running | done | failed | cancelled
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(100))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    # Counts by cause and a bounded sample of per-item errors.
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class JobItem(Base):
+    """One unit of a job; claimed by one worker at a time so that several workers never take the same item."""
+
+    __tablename__ = "job_item"
+    __table_args__ = (UniqueConstraint("job_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(200))
+    # pending | claimed | done | failed
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker_id: Mapped[str | None] = mapped_column(String(100))
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class IndexState(Timestamps, Base):
+    """Which persisted retrieval index a dataset has, so it is rebuilt only when corpus or settings change."""
+
+    __tablename__ = "index_state"
+    __table_args__ = (UniqueConstraint("dataset_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))  # chunks | bm25 | dense
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class JudgeCall(Base):
+    """Cache of judge LLM calls, keyed on model + full request body and a repeat index."""
+
+    __tablename__ = "judge_call"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    model: Mapped[str] = mapped_column(String(200))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,82 @@
+"""Shared fixtures: a migrated database (SQLite file, or PostgreSQL when RAGMETA_TEST_DATABASE_URL is set),
+emptied after every test, and the app served to a TestClient with its lifespan (migration check) running."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from app.main import create_app
+from app.settings import Settings
+from services.db import downgrade, make_engine, make_session_factory, upgrade
+from services.models import Base
+from services.offline import apply_offline_env
+
+apply_offline_env()
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("RAGMETA_TEST_DATABASE_URL")
+    if not url:
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+    # Start from nothing whatever the previous run left behind, then apply every migration.
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
+    upgrade(url)
+    yield url
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str) -> Iterator[Engine]:
+    eng = make_engine(database_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _clean_tables(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "engine" not in request.fixturenames:
+        return
+    eng: Engine = request.getfixturevalue("engine")
+    with eng.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    s = make_session_factory(engine)()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        max_upload_bytes=64 * 1024,
+        jobs={"embedded_worker": False},  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
+    app = create_app(settings)
+    with TestClient(app) as c:
+        yield c
+
+
+__all__ = ["FIXTURES", "downgrade"]
