@@ -12,17 +12,29 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app.errors import install_error_handlers
-from app.routers import datasets, health
+from app.routers import datasets, health, ratings, runs, scores
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
 from services.offline import apply_offline_env
+from services.ratings.schemas import RaterCreate, RatingIn
+from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
+from services.scores.service import ExternalScoreIn
 
 log = logging.getLogger("ragmeta")
 
 # Item schemas of batch endpoints whose bodies are read by hand (JSON, JSONL or file) and so are not
 # discovered by FastAPI; they are added to the OpenAPI components so clients can see them.
-EXTRA_SCHEMAS: list[type[Any]] = [DocumentCreate, QuestionCreate]
+EXTRA_SCHEMAS: list[type[Any]] = [
+    DocumentCreate,
+    QuestionCreate,
+    NativeOutput,
+    RagasOutput,
+    RagCheckerOutput,
+    RaterCreate,
+    RatingIn,
+    ExternalScoreIn,
+]
 
 DESCRIPTION = """\
 ragmeta tells a RAG team which automatic metrics they can trust on their own data: it stores a question/answer
@@ -61,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     install_error_handlers(app)
-    for module in (health, datasets):
+    for module in (health, datasets, runs, ratings, scores):
         app.include_router(module.router)
 
     def custom_openapi() -> dict[str, Any]:

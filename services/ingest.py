@@ -70,8 +70,10 @@ def guess_format(content_type: str | None, filename: str | None) -> Format:
     )
 
 
-def parse_rows(raw: bytes, fmt: Format, field: str = "body", list_key: str = "items") -> list[Row]:
-    """Parse a batch. JSON may be a list or an object holding the list under ``list_key``."""
+def parse_rows(
+    raw: bytes, fmt: Format, field: str = "body", list_keys: tuple[str, ...] = ("items", "results")
+) -> list[Row]:
+    """Parse a batch. JSON may be a list or an object holding the list under one of ``list_keys``."""
     text = decode_utf8(raw, field)
     if fmt == "jsonl":
         return _parse_jsonl(text, field)
@@ -84,11 +86,11 @@ def parse_rows(raw: bytes, fmt: Format, field: str = "body", list_key: str = "it
             f"{field} is not valid JSON",
             [ItemError(index=None, field=field, line=exc.lineno, reason=f"{exc.msg} (column {exc.colno})")],
         ) from exc
-    if isinstance(data, dict) and isinstance(data.get(list_key), list):
-        data = data[list_key]
+    if isinstance(data, dict):
+        data = next((data[k] for k in list_keys if isinstance(data.get(k), list)), data)
     if not isinstance(data, list):
         raise MalformedInput(
-            f"{field} must be a JSON list of items (or an object with a {list_key!r} list)",
+            f"{field} must be a JSON list of items (or an object with a list under {' or '.join(list_keys)})",
             [ItemError(index=None, field=field, reason=f"got {type(data).__name__}")],
         )
     return [Row(index=i, line=None, data=item) for i, item in enumerate(data)]

@@ -1,0 +1,65 @@
+"""Raters, rubrics, human ratings of a run's outputs and inter-rater agreement."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app.deps import SessionDep, SettingsDep
+from app.errors import responses
+from app.uploads import batch_body, read_batch
+from services.datasets.schemas import ImportReport
+from services.ratings import service
+from services.ratings.schemas import RaterRead, RatingRead, RubricCreate, RubricRead
+
+router = APIRouter(tags=["ratings"])
+
+
+@router.post(
+    "/raters",
+    response_model=ImportReport,
+    responses=responses(400, 413, 415, 422),
+    openapi_extra=batch_body({"$ref": "#/components/schemas/RaterCreate"}, csv=True),
+)
+async def create_raters(request: Request, session: SessionDep, settings: SettingsDep) -> ImportReport:
+    """Register raters by name (`[{"name": "alice"}]`); names already registered are left unchanged."""
+    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return service.create_raters(session, rows)
+
+
+@router.get("/raters", response_model=list[RaterRead])
+def list_raters(session: SessionDep) -> list[RaterRead]:
+    return service.list_raters(session)
+
+
+@router.post("/rubrics", status_code=201, response_model=RubricRead, responses=responses(409, 422))
+def create_rubric(body: RubricCreate, session: SessionDep) -> RubricRead:
+    """Any integer scale (1..5, 0..3, -2..2) with level descriptions."""
+    return service.create_rubric(session, body)
+
+
+@router.get("/rubrics", response_model=list[RubricRead])
+def list_rubrics(session: SessionDep) -> list[RubricRead]:
+    """The rubrics, starting with the default 1-5 scale of the study (factuality and relevance)."""
+    return service.list_rubrics(session)
+
+
+@router.post(
+    "/runs/{run_id}/ratings",
+    response_model=ImportReport,
+    responses=responses(400, 404, 413, 415, 422),
+    openapi_extra=batch_body({"$ref": "#/components/schemas/RatingIn"}, csv=True),
+)
+async def import_ratings(
+    run_id: int, request: Request, session: SessionDep, settings: SettingsDep
+) -> ImportReport:
+    """Ratings `{question_id, rater, score, rubric?, comment?}` as JSON, JSONL or CSV.
+
+    A rater rating an output again replaces their previous score.
+    """
+    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return service.import_ratings(session, run_id, rows)
+
+
+@router.get("/runs/{run_id}/ratings", response_model=list[RatingRead], responses=responses(404))
+def list_ratings(run_id: int, session: SessionDep) -> list[RatingRead]:
+    return service.list_ratings(session, run_id)

@@ -1,0 +1,71 @@
+"""Runs (system versions) and their outputs: the outputs of any RAG system, or of the service's own."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+
+from app.deps import SessionDep, SettingsDep
+from app.errors import responses
+from app.uploads import batch_body, read_batch
+from services.datasets.schemas import ImportReport
+from services.runs import service
+from services.runs.schemas import OutputFormat, OutputRead, RunCreate, RunRead
+
+router = APIRouter(tags=["runs"])
+
+
+@router.post(
+    "/datasets/{dataset_id}/runs", status_code=201, response_model=RunRead, responses=responses(404, 409)
+)
+def create_run(dataset_id: int, body: RunCreate, session: SessionDep) -> RunRead:
+    """Record a system configuration (retriever, k, generator, model, prompt) whose outputs are evaluated."""
+    return service.create_run(session, dataset_id, body)
+
+
+@router.get("/datasets/{dataset_id}/runs", response_model=list[RunRead], responses=responses(404))
+def list_runs(dataset_id: int, session: SessionDep) -> list[RunRead]:
+    return service.list_runs(session, dataset_id)
+
+
+@router.get("/runs/{run_id}", response_model=RunRead, responses=responses(404))
+def get_run(run_id: int, session: SessionDep) -> RunRead:
+    return service.run_read(session, service.get_run(session, run_id))
+
+
+@router.post(
+    "/runs/{run_id}/outputs",
+    response_model=ImportReport,
+    responses=responses(400, 404, 413, 415, 422),
+    openapi_extra=batch_body(
+        {
+            "oneOf": [
+                {"$ref": "#/components/schemas/NativeOutput"},
+                {"$ref": "#/components/schemas/RagasOutput"},
+                {"$ref": "#/components/schemas/RagCheckerOutput"},
+            ]
+        },
+        csv=True,
+    ),
+)
+async def import_outputs(
+    run_id: int,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    format: OutputFormat = Query("auto", description="auto detects Ragas rows and RAGChecker results"),
+) -> ImportReport:
+    """Upsert outputs (answer + ranked retrieved chunks), one per question.
+
+    Native rows `{question_id, answer, retrieved: [{document_id, start, end} | {text}]}`, Ragas rows
+    `{user_input, response, retrieved_contexts, reference}` (matched by question text unless `question_id`
+    is given) or RAGChecker `{"results": [{query_id, query, gt_answer, response, retrieved_context}]}`;
+    as a JSON body, a JSONL or CSV body, or a file. Text-only chunks are located in their documents
+    (exact, then whitespace-normalised); chunks that cannot be found are kept and marked unlocated.
+    """
+    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return service.import_outputs(session, run_id, rows, format)
+
+
+@router.get("/runs/{run_id}/outputs", response_model=list[OutputRead], responses=responses(404))
+def list_outputs(run_id: int, session: SessionDep) -> list[OutputRead]:
+    return service.list_outputs(session, run_id)

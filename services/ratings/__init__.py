@@ -1,0 +1,1 @@
+"""Raters, rubrics, human ratings, reference scores and inter-rater agreement."""

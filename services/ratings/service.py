@@ -1,0 +1,240 @@
+"""Raters, rubrics and ratings; the reference score of an output; the rating matrix for agreement.
+
+Rating batches follow the import rules: validated whole, every bad row listed, nothing half written.
+A rater rating an output again replaces their score (created_at kept, updated_at moves).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from services.datasets.repository import DatasetRepository
+from services.datasets.schemas import ImportReport
+from services.errors import Conflict, InvalidItems, ItemError
+from services.ingest import Row
+from services.models import Rater, Rating, Rubric
+from services.ratings.repository import RatingRepository
+from services.ratings.schemas import (
+    DEFAULT_RUBRIC_LEVELS,
+    DEFAULT_RUBRIC_NAME,
+    RaterCreate,
+    RaterRead,
+    RatingIn,
+    RatingRead,
+    RubricCreate,
+    RubricRead,
+)
+from services.runs.repository import RunRepository
+from services.runs.service import get_run
+from services.validation import duplicate_errors, validate_rows
+
+
+def ensure_default_rubric(session: Session) -> Rubric:
+    repo = RatingRepository(session)
+    rubric = repo.default_rubric()
+    if rubric is None:
+        rubric = Rubric(
+            name=DEFAULT_RUBRIC_NAME, min_score=1, max_score=5, levels=DEFAULT_RUBRIC_LEVELS, is_default=True
+        )
+        repo.add(rubric)
+        repo.flush()
+    return rubric
+
+
+def rubric_read(r: Rubric) -> RubricRead:
+    return RubricRead(
+        id=r.id, name=r.name, min=r.min_score, max=r.max_score, levels=r.levels, is_default=r.is_default
+    )
+
+
+def list_rubrics(session: Session) -> list[RubricRead]:
+    ensure_default_rubric(session)
+    return [rubric_read(r) for r in RatingRepository(session).rubrics().values()]
+
+
+def create_rubric(session: Session, data: RubricCreate) -> RubricRead:
+    ensure_default_rubric(session)
+    repo = RatingRepository(session)
+    if data.name in repo.rubrics():
+        raise Conflict(
+            f"a rubric named {data.name!r} already exists", [ItemError(None, "name", "already taken")]
+        )
+    rubric = Rubric(name=data.name, min_score=data.min, max_score=data.max, levels=data.levels)
+    repo.add(rubric)
+    repo.flush()
+    return rubric_read(rubric)
+
+
+def list_raters(session: Session) -> list[RaterRead]:
+    return [RaterRead(id=r.id, name=r.name) for r in RatingRepository(session).raters().values()]
+
+
+def create_raters(session: Session, rows: list[Row]) -> ImportReport:
+    """Register raters by name; existing names are reported unchanged."""
+    good, errors = validate_rows(rows, RaterCreate)
+    errors += duplicate_errors([(r, x.name) for r, x in good], "name")
+    if errors:
+        raise InvalidItems(f"{len(errors)} invalid rater row(s); nothing was imported", errors)
+    repo = RatingRepository(session)
+    existing = repo.raters()
+    created = 0
+    for _, rater in good:
+        if rater.name not in existing:
+            repo.add(Rater(name=rater.name))
+            created += 1
+    repo.flush()
+    return ImportReport(
+        kind="ratings", received=len(rows), created=created, updated=0, unchanged=len(good) - created
+    )
+
+
+def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportReport:
+    """Upsert ratings of a run's outputs.
+
+    Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
+    one output by one rater in the batch, or a rubric other than the one the run is already rated with.
+    """
+    run = get_run(session, run_id)
+    default = ensure_default_rubric(session)
+    repo = RatingRepository(session)
+    raters, rubrics = repo.raters(), repo.rubrics()
+    questions = DatasetRepository(session).questions_by_external_id(run.dataset_id)
+    outputs = RunRepository(session).outputs_by_question(run_id)
+    existing = {(rating.output_id, rating.rater_id): rating for rating, *_ in repo.ratings_of_runs([run_id])}
+    run_rubrics = {rubric.name for *_, rubric in repo.ratings_of_runs([run_id])}
+
+    good, errors = validate_rows(rows, RatingIn)
+    errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
+    resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
+    for row, item in good:
+        rubric_name = item.rubric or default.name
+        rubric = rubrics.get(rubric_name)
+        rater = raters.get(item.rater)
+        question = questions.get(item.question_id)
+        bad = len(errors)
+        if rater is None:
+            errors.append(
+                ItemError(
+                    row.index,
+                    "rater",
+                    f"unknown rater {item.rater!r}; register it with POST /raters",
+                    row.line,
+                )
+            )
+        if question is None:
+            errors.append(
+                ItemError(row.index, "question_id", f"unknown question {item.question_id!r}", row.line)
+            )
+        elif question.id not in outputs:
+            errors.append(
+                ItemError(
+                    row.index, "question_id", f"run {run_id} has no output for {item.question_id!r}", row.line
+                )
+            )
+        if rubric is None:
+            errors.append(ItemError(row.index, "rubric", f"unknown rubric {rubric_name!r}", row.line))
+        elif not rubric.min_score <= item.score <= rubric.max_score:
+            errors.append(
+                ItemError(
+                    row.index,
+                    "score",
+                    f"{item.score} is outside the scale {rubric.min_score}..{rubric.max_score} "
+                    f"of {rubric.name!r}",
+                    row.line,
+                )
+            )
+        elif run_rubrics and rubric.name not in run_rubrics:
+            errors.append(
+                ItemError(
+                    row.index,
+                    "rubric",
+                    f"run {run_id} is rated with {sorted(run_rubrics)[0]!r}, not {rubric.name!r}",
+                    row.line,
+                )
+            )
+        if len(errors) == bad and rater and question and rubric:
+            resolved.append((item, outputs[question.id].id, rater, rubric))
+    if len({rubric.name for *_, rubric in resolved} | run_rubrics) > 1 and not errors:
+        errors.append(ItemError(None, "rubric", "one run is rated on one rubric; this batch mixes several"))
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise InvalidItems(f"{len(errors)} invalid rating row(s); nothing was imported", errors)
+
+    created = updated = unchanged = 0
+    for item, output_id, rater, rubric in resolved:
+        rating = existing.get((output_id, rater.id))
+        if rating is None:
+            repo.add(
+                Rating(
+                    output_id=output_id,
+                    rater_id=rater.id,
+                    rubric_id=rubric.id,
+                    score=item.score,
+                    comment=item.comment,
+                )
+            )
+            created += 1
+        elif (rating.score, rating.comment, rating.rubric_id) == (item.score, item.comment, rubric.id):
+            unchanged += 1
+        else:
+            rating.score, rating.comment, rating.rubric_id = item.score, item.comment, rubric.id
+            updated += 1
+    repo.flush()
+    return ImportReport(
+        kind="ratings", received=len(rows), created=created, updated=updated, unchanged=unchanged
+    )
+
+
+def list_ratings(session: Session, run_id: int) -> list[RatingRead]:
+    run = get_run(session, run_id)
+    questions = {q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id)}
+    return [
+        RatingRead(
+            question_id=questions[output.question_id],
+            output_id=output.id,
+            rater=rater.name,
+            score=rating.score,
+            rubric=rubric.name,
+            comment=rating.comment,
+            created_at=rating.created_at,
+            updated_at=rating.updated_at,
+        )
+        for rating, output, rater, rubric in RatingRepository(session).ratings_of_runs([run_id])
+    ]
+
+
+@dataclass(frozen=True)
+class RatingTable:
+    """Ratings of one or several runs: items are outputs; ``scores[item][rater]``."""
+
+    output_ids: list[int]
+    raters: list[str]
+    scores: dict[int, dict[str, int]]
+    rubric: Rubric | None
+
+    def reference(self, method: str, min_raters: int) -> dict[int, tuple[float, int, bool]]:
+        """Reference score per output: (mean or median of its raters, n raters, flagged under min_raters)."""
+        out = {}
+        for oid in self.output_ids:
+            vals = list(self.scores.get(oid, {}).values())
+            if not vals:
+                continue
+            ref = statistics.median(vals) if method == "median" else statistics.fmean(vals)
+            out[oid] = (float(ref), len(vals), len(vals) < min_raters)
+        return out
+
+
+def rating_table(session: Session, run_ids: list[int]) -> RatingTable:
+    rows = RatingRepository(session).ratings_of_runs(run_ids)
+    scores: dict[int, dict[str, int]] = {}
+    raters: list[str] = []
+    rubric = None
+    for rating, output, rater, rub in rows:
+        scores.setdefault(output.id, {})[rater.name] = rating.score
+        if rater.name not in raters:
+            raters.append(rater.name)
+        rubric = rub
+    return RatingTable(output_ids=sorted(scores), raters=raters, scores=scores, rubric=rubric)

@@ -1,0 +1,1 @@
+"""Runs (system versions) and their outputs."""

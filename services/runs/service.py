@@ -1,0 +1,389 @@
+"""Runs and outputs: create runs, upsert outputs of any RAG system (native, Ragas or RAGChecker rows).
+
+Output imports follow the dataset rules: the whole batch is validated before anything is written
+(InvalidItems lists every bad row) and re-importing the same outputs changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from services.datasets.repository import DatasetRepository
+from services.datasets.schemas import ImportReport
+from services.datasets.service import get_dataset
+from services.errors import Conflict, InvalidItems, ItemError, NotFound
+from services.ingest import Row
+from services.locate import NormalizedText, locate
+from services.models import Document, Output, Question, RetrievedChunk, Run
+from services.runs.repository import RunRepository
+from services.runs.schemas import (
+    ChunkIn,
+    ChunkRead,
+    NativeOutput,
+    OutputFormat,
+    OutputRead,
+    RagasOutput,
+    RagCheckerOutput,
+    RunCreate,
+    RunRead,
+)
+from services.validation import validate_rows
+
+
+def get_run(session: Session, run_id: int) -> Run:
+    run = RunRepository(session).get(run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} does not exist")
+    return run
+
+
+def create_run(session: Session, dataset_id: int, data: RunCreate) -> RunRead:
+    get_dataset(session, dataset_id)
+    repo = RunRepository(session)
+    if repo.by_name(dataset_id, data.name) is not None:
+        raise Conflict(
+            f"dataset {dataset_id} already has a run named {data.name!r}",
+            [ItemError(None, "name", "already taken")],
+        )
+    run = Run(
+        dataset_id=dataset_id,
+        name=data.name,
+        system=data.system.model_dump(exclude_none=True),
+        meta=data.metadata,
+    )
+    repo.add(run)
+    repo.flush()
+    return run_read(session, run)
+
+
+def run_read(session: Session, run: Run) -> RunRead:
+    outputs, rated = RunRepository(session).counts(run.id)
+    return RunRead(
+        id=run.id,
+        dataset_id=run.dataset_id,
+        name=run.name,
+        system=run.system or {},
+        metadata=run.meta or {},
+        outputs=outputs,
+        rated_outputs=rated,
+    )
+
+
+def list_runs(session: Session, dataset_id: int) -> list[RunRead]:
+    get_dataset(session, dataset_id)
+    return [run_read(session, r) for r in RunRepository(session).all(dataset_id)]
+
+
+@dataclass
+class _Parsed:
+    row: Row
+    question: Question | None
+    answer: str
+    chunks: list[ChunkIn]
+    generator: dict[str, Any]
+    latency_ms: float | None
+    errors: list[ItemError] = field(default_factory=list)
+
+
+class _Questions:
+    def __init__(self, questions: list[Question]) -> None:
+        self.by_id = {q.external_id: q for q in questions}
+        self.by_text: dict[str, list[Question]] = defaultdict(list)
+        for q in questions:
+            self.by_text[q.question].append(q)
+
+    def match(self, row: Row, ext_id: str | None, text: str | None, id_field: str, text_field: str) -> Any:
+        if ext_id is not None:
+            q = self.by_id.get(ext_id)
+            if q is None:
+                return ItemError(row.index, id_field, f"unknown question {ext_id!r}", row.line)
+            return q
+        hits = self.by_text.get(text or "", [])
+        if not hits:
+            return ItemError(
+                row.index, text_field, "no question of the dataset has exactly this text", row.line
+            )
+        if len(hits) > 1:
+            ids = ", ".join(repr(h.external_id) for h in hits[:5])
+            return ItemError(
+                row.index,
+                text_field,
+                f"ambiguous: {len(hits)} questions have this text ({ids}); give question_id",
+                row.line,
+            )
+        return hits[0]
+
+
+def detect_format(rows: list[Row]) -> OutputFormat:
+    first = next((r.data for r in rows if isinstance(r.data, dict)), {})
+    if "user_input" in first:
+        return "ragas"
+    if "query_id" in first or "retrieved_context" in first:
+        return "ragchecker"
+    return "native"
+
+
+def _normalise(
+    rows: list[Row], fmt: OutputFormat, questions: _Questions
+) -> tuple[list[_Parsed], list[ItemError]]:
+    models: dict[str, type[BaseModel]] = {
+        "native": NativeOutput,
+        "ragas": RagasOutput,
+        "ragchecker": RagCheckerOutput,
+    }
+    model = models["native" if fmt == "auto" else fmt]
+    good, errors = validate_rows(rows, model)
+    parsed: list[_Parsed] = []
+    for row, item in good:
+        if isinstance(item, NativeOutput):
+            q = questions.match(row, item.question_id, None, "question_id", "question_id")
+            p = _Parsed(
+                row,
+                None,
+                item.answer,
+                item.retrieved,
+                item.generator or {"kind": "external"},
+                item.latency_ms,
+            )
+        elif isinstance(item, RagasOutput):
+            q = questions.match(row, item.question_id, item.user_input, "question_id", "user_input")
+            chunks = [ChunkIn(text=t) for t in item.retrieved_contexts if t.strip()]
+            p = _Parsed(row, None, item.response, chunks, {"kind": "external", "format": "ragas"}, None)
+        else:
+            assert isinstance(item, RagCheckerOutput)
+            q = questions.match(row, item.query_id, None, "query_id", "query")
+            chunks = [
+                ChunkIn(document_id=c.doc_id, text=c.text) for c in item.retrieved_context if c.text.strip()
+            ]
+            p = _Parsed(row, None, item.response, chunks, {"kind": "external", "format": "ragchecker"}, None)
+        if isinstance(q, ItemError):
+            errors.append(q)
+        else:
+            p.question = q
+            parsed.append(p)
+    return parsed, errors
+
+
+class _Locator:
+    """Resolves chunks against the dataset's documents, normalising each document at most once."""
+
+    def __init__(self, documents: dict[str, Document]) -> None:
+        self.docs = documents
+        self._norm: dict[str, NormalizedText] = {}
+
+    def _normalized(self, ext: str) -> NormalizedText:
+        if ext not in self._norm:
+            self._norm[ext] = NormalizedText(self.docs[ext].text)
+        return self._norm[ext]
+
+    def resolve(self, chunk: ChunkIn, row: Row, field: str) -> tuple[dict[str, Any] | None, ItemError | None]:
+        if chunk.start is not None and chunk.end is not None and chunk.document_id is not None:
+            doc = self.docs.get(chunk.document_id)
+            if doc is None:
+                return None, ItemError(
+                    row.index, f"{field}.document_id", f"unknown document {chunk.document_id!r}", row.line
+                )
+            if chunk.start >= chunk.end:
+                return None, ItemError(
+                    row.index,
+                    f"{field}.end",
+                    f"end {chunk.end} must be greater than start {chunk.start}",
+                    row.line,
+                )
+            if chunk.end > len(doc.text):
+                return None, ItemError(
+                    row.index, f"{field}.end", f"beyond document length {len(doc.text)}", row.line
+                )
+            span = doc.text[chunk.start : chunk.end]
+            if chunk.text is not None and chunk.text != span:
+                return None, ItemError(
+                    row.index, f"{field}.text", "does not match the document span", row.line
+                )
+            return {
+                "document": doc,
+                "start": chunk.start,
+                "end": chunk.end,
+                "text": span,
+                "location": "given",
+            }, None
+        text = chunk.text or ""
+        candidates = [chunk.document_id] if chunk.document_id in self.docs else []
+        candidates += [ext for ext in self.docs if ext not in candidates]
+        for how in ("exact", "normalized"):
+            for ext in candidates:
+                doc = self.docs[ext]
+                if how == "exact":
+                    i = doc.text.find(text)
+                    if i >= 0:
+                        return {
+                            "document": doc,
+                            "start": i,
+                            "end": i + len(text),
+                            "text": text,
+                            "location": how,
+                        }, None
+                else:
+                    hit = locate(text, doc.text, self._normalized(ext))
+                    if hit.how == "normalized":
+                        return {
+                            "document": doc,
+                            "start": hit.start,
+                            "end": hit.end,
+                            "text": text,
+                            "location": how,
+                        }, None
+        known = self.docs.get(chunk.document_id or "")
+        return {"document": known, "start": None, "end": None, "text": text, "location": "unlocated"}, None
+
+
+def _output_state(
+    answer: str | None, generator: dict[str, Any], latency: float | None, chunks: list[Any]
+) -> Any:
+    return (answer, generator, latency, chunks)
+
+
+def _stored_state(o: Output) -> Any:
+    chunks = [
+        (c.document_id, c.start, c.end, c.text, c.score, c.location)
+        for c in sorted(o.chunks, key=lambda c: c.rank)
+    ]
+    return _output_state(o.answer, o.generator or {}, o.latency_ms, chunks)
+
+
+def import_outputs(
+    session: Session, run_id: int, rows: list[Row], fmt: OutputFormat = "auto"
+) -> ImportReport:
+    """Upsert outputs of a run, one per question.
+
+    Fails (InvalidItems) on invalid rows, unknown or ambiguous questions, two rows for one question, chunks
+    pointing outside their document. Text-only chunks that cannot be found are kept, marked unlocated.
+    """
+    run = get_run(session, run_id)
+    drepo = DatasetRepository(session)
+    questions = _Questions(list(drepo.questions(run.dataset_id)))
+    fmt = detect_format(rows) if fmt == "auto" else fmt
+    parsed, errors = _normalise(rows, fmt, questions)
+    seen: dict[int, Row] = {}
+    for p in parsed:
+        assert p.question is not None
+        if p.question.id in seen:
+            prev = seen[p.question.id]
+            where = f"line {prev.line}" if prev.line is not None else f"index {prev.index}"
+            errors.append(
+                ItemError(
+                    p.row.index,
+                    "question_id",
+                    f"second output for {p.question.external_id!r} (first at {where})",
+                    p.row.line,
+                )
+            )
+        seen[p.question.id] = p.row
+    locator = _Locator(drepo.documents_by_external_id(run.dataset_id))
+    resolved: list[tuple[_Parsed, list[dict[str, Any]]]] = []
+    for p in parsed:
+        chunks = []
+        for i, chunk in enumerate(p.chunks):
+            res, err = locator.resolve(chunk, p.row, f"retrieved[{i}]")
+            if err is not None:
+                errors.append(err)
+            elif res is not None:
+                res["score"] = chunk.score
+                chunks.append(res)
+        resolved.append((p, chunks))
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise InvalidItems(f"{len(errors)} invalid output row(s); nothing was imported", errors)
+
+    repo = RunRepository(session)
+    existing = repo.outputs_by_question(run_id)
+    created = updated = unchanged = 0
+    for p, chunks in resolved:
+        assert p.question is not None
+        new_state = _output_state(
+            p.answer,
+            p.generator,
+            p.latency_ms,
+            [
+                (
+                    c["document"].id if c["document"] else None,
+                    c["start"],
+                    c["end"],
+                    c["text"],
+                    c["score"],
+                    c["location"],
+                )
+                for c in chunks
+            ],
+        )
+        out = existing.get(p.question.id)
+        if out is not None and _stored_state(out) == new_state:
+            unchanged += 1
+            continue
+        if out is None:
+            out = Output(run_id=run_id, question_id=p.question.id)
+            repo.add(out)
+            created += 1
+        else:
+            updated += 1
+        out.answer, out.generator, out.latency_ms, out.error = p.answer, p.generator, p.latency_ms, None
+        repo.replace_chunks(
+            out,
+            [
+                RetrievedChunk(
+                    rank=rank,
+                    document_id=c["document"].id if c["document"] is not None else None,
+                    start=c["start"],
+                    end=c["end"],
+                    text=c["text"],
+                    score=c["score"],
+                    location=c["location"],
+                )
+                for rank, c in enumerate(chunks, start=1)
+            ],
+        )
+        repo.flush()
+    return ImportReport(
+        kind="outputs", received=len(rows), created=created, updated=updated, unchanged=unchanged
+    )
+
+
+def output_read(o: Output, question: Question) -> OutputRead:
+    return OutputRead(
+        id=o.id,
+        question_id=question.external_id,
+        answer=o.answer,
+        error=o.error,
+        generator=o.generator or {},
+        latency_ms=o.latency_ms,
+        retrieved=[
+            ChunkRead(
+                rank=c.rank,
+                document_id=None,
+                start=c.start,
+                end=c.end,
+                text=c.text,
+                score=c.score,
+                location=c.location,
+            )
+            for c in o.chunks
+        ],
+    )
+
+
+def list_outputs(session: Session, run_id: int) -> list[OutputRead]:
+    run = get_run(session, run_id)
+    repo = RunRepository(session)
+    questions = {q.id: q for q in DatasetRepository(session).questions(run.dataset_id)}
+    docs = {d.id: d.external_id for d in DatasetRepository(session).documents(run.dataset_id)}
+    result = []
+    for o in repo.outputs(run_id):
+        read = output_read(o, questions[o.question_id])
+        for chunk, stored in zip(read.retrieved, o.chunks, strict=True):
+            chunk.document_id = docs.get(stored.document_id) if stored.document_id is not None else None
+        result.append(read)
+    return result
