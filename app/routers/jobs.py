@@ -1,0 +1,33 @@
+"""Jobs: progress, errors, cancel and resume."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.deps import SessionDep
+from app.errors import responses
+from services.jobs import service
+from services.jobs.service import JobRead
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+@router.get("", response_model=list[JobRead])
+def list_jobs(session: SessionDep, status: str | None = None) -> list[JobRead]:
+    return service.list_jobs(session, status)
+
+
+@router.get("/{job_id}", response_model=JobRead, responses=responses(404))
+def get_job(job_id: int, session: SessionDep) -> JobRead:
+    """Status, total, done, failed, rate and ETA, per-item errors and counts by cause."""
+    return service.job_read(session, service.get_job(session, job_id))
+
+
+@router.post("/{job_id}/cancel", response_model=JobRead, responses=responses(404, 409))
+def cancel_job(job_id: int, session: SessionDep) -> JobRead:
+    return service.cancel_job(session, job_id)
+
+
+@router.post("/{job_id}/resume", response_model=JobRead, responses=responses(404, 409))
+def resume_job(job_id: int, session: SessionDep) -> JobRead:
+    return service.resume_job(session, job_id)

@@ -1,0 +1,63 @@
+"""The metric catalogue and scoring jobs."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from app.deps import SessionDep, SettingsDep
+from app.errors import responses
+from services.jobs.service import JobRead
+from services.metrics import registry
+from services.metrics.base import package_version
+from services.metrics.scoring import ScoringRequest, create_scoring_job
+
+router = APIRouter(tags=["scoring"])
+
+
+class MetricInfo(BaseModel):
+    name: str
+    library: str
+    library_version: str | None
+    kind: str
+    inputs: list[str]
+    needs_judge: bool
+    needs_embeddings: bool
+    higher_is_better: bool
+    takes_k: bool
+    description: str
+    available: bool
+    unavailable_reason: str | None
+
+
+@router.get("/metrics", response_model=list[MetricInfo])
+def list_metrics(settings: SettingsDep) -> list[MetricInfo]:
+    """Every metric the service knows, whether it can run here, and why not."""
+    out = []
+    for spec in registry.CATALOGUE:
+        ok, why = registry.availability(spec, settings)
+        out.append(
+            MetricInfo(
+                name=spec.name,
+                library=spec.library,
+                library_version=package_version(spec.package) if spec.package != "ragmeta" else None,
+                kind=spec.kind,
+                inputs=list(spec.inputs),
+                needs_judge=spec.needs_judge,
+                needs_embeddings=spec.needs_embeddings,
+                higher_is_better=spec.higher_is_better,
+                takes_k=spec.uses_k,
+                description=spec.description,
+                available=ok,
+                unavailable_reason=why,
+            )
+        )
+    return out
+
+
+@router.post(
+    "/runs/{run_id}/scoring-jobs", status_code=202, response_model=JobRead, responses=responses(404, 422)
+)
+def create_scoring(run_id: int, body: ScoringRequest, session: SessionDep, settings: SettingsDep) -> JobRead:
+    """Score every output of the run with the given metrics, as a job (follow it at GET /jobs/{id})."""
+    return create_scoring_job(session, settings, run_id, body)

@@ -1,0 +1,101 @@
+"""All SQL about jobs and job items, including the atomic claim used by concurrent workers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from services.models import Job, JobItem, utcnow
+
+
+class JobRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, obj: object) -> None:
+        self.session.add(obj)
+
+    def flush(self) -> None:
+        self.session.flush()
+
+    def get(self, job_id: int) -> Job | None:
+        return self.session.get(Job, job_id)
+
+    def recent(self, status: str | None = None, limit: int = 100) -> Sequence[Job]:
+        stmt = select(Job).order_by(Job.id.desc()).limit(limit)
+        if status:
+            stmt = stmt.where(Job.status == status)
+        return self.session.scalars(stmt).all()
+
+    def add_items(self, job_id: int, keys: Sequence[str]) -> None:
+        self.session.add_all(JobItem(job_id=job_id, key=k) for k in keys)
+
+    @staticmethod
+    def _claimable(lease_s: float, now: datetime) -> object:
+        expired = now - timedelta(seconds=lease_s)
+        return or_(
+            JobItem.status == "pending",
+            and_(JobItem.status == "claimed", JobItem.claimed_at < expired),
+        )
+
+    def next_job_with_work(self, lease_s: float) -> Job | None:
+        now = utcnow()
+        stmt = (
+            select(Job)
+            .where(Job.status.in_(("queued", "running")))
+            .where(select(JobItem.id).where(JobItem.job_id == Job.id, self._claimable(lease_s, now)).exists())  # type: ignore[arg-type]
+            .order_by(Job.id)
+            .limit(1)
+        )
+        return self.session.scalar(stmt)
+
+    def claim(self, job_id: int, token: str, limit: int, lease_s: float) -> list[JobItem]:
+        """Claim up to ``limit`` items for ``token``; safe against concurrent workers.
+
+        The status condition is re-checked by the UPDATE itself, so two workers racing for one row cannot
+        both take it (PostgreSQL re-evaluates it on the locked row; SQLite serialises writers).
+        """
+        now = utcnow()
+        claimable = self._claimable(lease_s, now)
+        ids = select(JobItem.id).where(JobItem.job_id == job_id, claimable).order_by(JobItem.id).limit(limit)  # type: ignore[arg-type]
+        self.session.execute(
+            update(JobItem)
+            .where(JobItem.id.in_(ids.scalar_subquery()), claimable)  # type: ignore[arg-type]
+            .values(status="claimed", worker_id=token, claimed_at=now, attempts=JobItem.attempts + 1)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.commit()
+        stmt = (
+            select(JobItem)
+            .where(JobItem.worker_id == token, JobItem.status == "claimed")
+            .order_by(JobItem.id)
+        )
+        return list(self.session.scalars(stmt))
+
+    def renew(self, token: str) -> None:
+        self.session.execute(
+            update(JobItem)
+            .where(JobItem.worker_id == token, JobItem.status == "claimed")
+            .values(claimed_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+
+    def counts(self, job_id: int) -> dict[str, int]:
+        stmt = select(JobItem.status, func.count()).where(JobItem.job_id == job_id).group_by(JobItem.status)
+        return {status: int(n) for status, n in self.session.execute(stmt)}
+
+    def failed_items(self, job_id: int, limit: int = 50) -> Sequence[JobItem]:
+        stmt = (
+            select(JobItem)
+            .where(JobItem.job_id == job_id, JobItem.error.is_not(None))
+            .order_by(JobItem.id)
+            .limit(limit)
+        )
+        return self.session.scalars(stmt).all()
+
+    def item_errors(self, job_id: int) -> Sequence[str]:
+        stmt = select(JobItem.error).where(JobItem.job_id == job_id, JobItem.status == "failed")
+        return [e for e in self.session.scalars(stmt) if e]

@@ -1,0 +1,123 @@
+"""Creating jobs and reading their progress."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from services.errors import Conflict, NotFound
+from services.jobs.repository import JobRepository
+from services.models import Job, utcnow
+
+
+class ItemErrorRead(BaseModel):
+    item: str
+    error: str
+
+
+class JobRead(BaseModel):
+    id: int
+    kind: str
+    status: str
+    params: dict[str, Any]
+    total: int
+    done: int
+    failed: int
+    pending: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    rate_per_s: float | None
+    eta_s: float | None
+    summary: dict[str, Any]
+    errors_by_cause: dict[str, int]
+    errors: list[ItemErrorRead]
+    error: str | None
+
+
+def cause_of(error: str) -> str:
+    """Errors are written "cause: message"; the cause groups them in the job summary."""
+    head, sep, _ = error.partition(":")
+    return head.strip() if sep and head.strip() and " " not in head.strip() else "error"
+
+
+def create_job(
+    session: Session, kind: str, params: dict[str, Any], keys: list[str], summary: dict[str, Any]
+) -> Job:
+    repo = JobRepository(session)
+    job = Job(kind=kind, params=params, total=len(keys), summary=summary, status="queued" if keys else "done")
+    if not keys:
+        job.finished_at = utcnow()
+    repo.add(job)
+    repo.flush()
+    repo.add_items(job.id, keys)
+    repo.flush()
+    return job
+
+
+def get_job(session: Session, job_id: int) -> Job:
+    job = JobRepository(session).get(job_id)
+    if job is None:
+        raise NotFound(f"job {job_id} does not exist")
+    return job
+
+
+def job_read(session: Session, job: Job) -> JobRead:
+    repo = JobRepository(session)
+    counts = repo.counts(job.id)
+    done, failed = counts.get("done", 0), counts.get("failed", 0)
+    pending = counts.get("pending", 0) + counts.get("claimed", 0)
+    rate = eta = None
+    if job.started_at is not None:
+        end = job.finished_at or utcnow()
+        started = job.started_at if job.started_at.tzinfo else job.started_at.replace(tzinfo=end.tzinfo)
+        elapsed = max((end - started).total_seconds(), 1e-6)
+        if done + failed:
+            rate = (done + failed) / elapsed
+            eta = pending / rate if pending else 0.0
+    errors = [ItemErrorRead(item=i.key, error=i.error or "") for i in repo.failed_items(job.id)]
+    by_cause = Counter(cause_of(e) for e in repo.item_errors(job.id))
+    return JobRead(
+        id=job.id,
+        kind=job.kind,
+        status=job.status,
+        params=job.params,
+        total=job.total,
+        done=done,
+        failed=failed,
+        pending=pending,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        rate_per_s=rate,
+        eta_s=eta,
+        summary=job.summary or {},
+        errors_by_cause=dict(by_cause),
+        errors=errors,
+        error=job.error,
+    )
+
+
+def list_jobs(session: Session, status: str | None = None) -> list[JobRead]:
+    return [job_read(session, j) for j in JobRepository(session).recent(status)]
+
+
+def cancel_job(session: Session, job_id: int) -> JobRead:
+    job = get_job(session, job_id)
+    if job.status in ("done", "failed", "cancelled"):
+        raise Conflict(f"job {job_id} is already {job.status}")
+    job.status = "cancelled"
+    job.finished_at = utcnow()
+    return job_read(session, job)
+
+
+def resume_job(session: Session, job_id: int) -> JobRead:
+    """Put a cancelled job back in the queue; its remaining items are taken again."""
+    job = get_job(session, job_id)
+    if job.status != "cancelled":
+        raise Conflict(f"job {job_id} is {job.status}, only a cancelled job can be resumed")
+    job.status = "queued"
+    job.finished_at = None
+    return job_read(session, job)

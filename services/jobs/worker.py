@@ -1,0 +1,173 @@
+"""The worker loop: claim a batch of items, run the job's handler on it, record the outcome.
+
+Runs as a thread inside the API process (default) or as its own process (`ragmeta worker`); several
+workers can share one database because items are claimed atomically under a lease that a background
+heartbeat renews while the batch runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.config import Settings
+from services.jobs.repository import JobRepository
+from services.models import Job, utcnow
+
+log = logging.getLogger("ragmeta.worker")
+
+
+@dataclass(frozen=True)
+class JobContext:
+    session_factory: sessionmaker[Session]
+    settings: Settings
+
+
+class JobHandler(Protocol):
+    """What a kind of job does with a batch of its items.
+
+    ``process`` returns, for each key, None (done) or an error text "cause: message" (failed: the item's
+    error is recorded and the job goes on). Raising fails nothing by itself: the batch is put back and
+    retried up to ``jobs.max_item_retries`` times.
+    """
+
+    batch_size: int
+
+    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]: ...
+
+
+HANDLERS = {
+    "scoring": "services.metrics.scoring:ScoringHandler",
+    "index": "services.rag.jobs:IndexHandler",
+    "generate": "services.rag.jobs:GenerateHandler",
+}
+_loaded: dict[str, JobHandler] = {}
+
+
+def handler_for(kind: str) -> JobHandler:
+    if kind not in _loaded:
+        module, _, name = HANDLERS[kind].partition(":")
+        _loaded[kind] = getattr(importlib.import_module(module), name)()
+    return _loaded[kind]
+
+
+class Worker:
+    def __init__(self, ctx: JobContext, worker_id: str | None = None) -> None:
+        self.ctx = ctx
+        self.worker_id = worker_id or f"w-{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lease_s(self) -> float:
+        return self.ctx.settings.jobs.lease_s
+
+    def run_once(self) -> bool:
+        """Process one batch of one job; False when there was nothing to do."""
+        session = self.ctx.session_factory()
+        try:
+            repo = JobRepository(session)
+            job = repo.next_job_with_work(self.lease_s)
+            if job is None:
+                self._finish_idle_jobs(session)
+                return False
+            handler = handler_for(job.kind)
+            token = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
+            items = repo.claim(job.id, token, handler.batch_size, self.lease_s)
+            if not items:
+                return True
+            if job.status == "queued":
+                job.status = "running"
+                job.started_at = job.started_at or utcnow()
+                session.commit()
+            keys = [i.key for i in items]
+            outcome = self._run_with_heartbeat(handler, job, keys, token)
+            for item in items:
+                if outcome is None:
+                    exhausted = item.attempts >= self.ctx.settings.jobs.max_item_retries
+                    item.status = "failed" if exhausted else "pending"
+                    item.error = (
+                        "exception: the batch failed repeatedly (see the service log)" if exhausted else None
+                    )
+                else:
+                    err = outcome.get(item.key)
+                    item.status = "failed" if err else "done"
+                    item.error = err
+                item.worker_id = None
+            session.commit()
+            self._refresh(session, job)
+            return True
+        finally:
+            session.close()
+
+    def _run_with_heartbeat(
+        self, handler: JobHandler, job: Job, keys: list[str], token: str
+    ) -> dict[str, str | None] | None:
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(self.lease_s / 3):
+                with self.ctx.session_factory() as s:
+                    JobRepository(s).renew(token)
+                    s.commit()
+
+        beater = threading.Thread(target=beat, name=f"{token}-heartbeat", daemon=True)
+        beater.start()
+        try:
+            return handler.process(self.ctx, job, keys)
+        except Exception:
+            log.exception("job %s (%s): a batch of %d items raised", job.id, job.kind, len(keys))
+            return None
+        finally:
+            done.set()
+            beater.join()
+
+    def _refresh(self, session: Session, job: Job) -> None:
+        session.refresh(job)
+        counts = JobRepository(session).counts(job.id)
+        job.done, job.failed = counts.get("done", 0), counts.get("failed", 0)
+        job.heartbeat_at = utcnow()
+        remaining = counts.get("pending", 0) + counts.get("claimed", 0)
+        if remaining == 0 and job.status in ("queued", "running"):
+            job.status = "done"
+            job.finished_at = utcnow()
+        session.commit()
+
+    def _finish_idle_jobs(self, session: Session) -> None:
+        # A job whose last items were finished by a worker that died before updating the job row.
+        for job in JobRepository(session).recent("running", limit=20):
+            self._refresh(session, job)
+
+    def run_forever(self, poll_s: float | None = None) -> None:
+        poll = poll_s if poll_s is not None else self.ctx.settings.jobs.poll_interval_s
+        log.info("worker %s started", self.worker_id)
+        while not self._stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:
+                log.exception("worker %s: loop error", self.worker_id)
+                busy = False
+            if not busy:
+                self._stop.wait(poll)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run_forever, name=self.worker_id, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def drain(self, max_batches: int = 100_000) -> int:
+        """Process until no work is left (tests, CLI one-shot). Returns the number of batches run."""
+        n = 0
+        while n < max_batches and self.run_once():
+            n += 1
+        return n
