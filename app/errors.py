@@ -38,6 +38,7 @@ _DESCRIPTIONS = {
     413: "Upload over the configured size limit",
     415: "Unsupported content type",
     422: "Invalid items; every bad row is listed",
+    502: "The configured LLM failed after its retries",
     503: "A required component is not available",
 }
 
@@ -79,7 +80,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _integrity_error(_: Request, exc: IntegrityError) -> JSONResponse:
         # Validation runs before writing, so this is a concurrent request that wrote the same items first.
         log.warning("integrity error: %s", exc.orig)
-        return _envelope(409, "Conflict", "a concurrent request changed the same items; nothing was written, retry")
+        return _envelope(
+            409, "Conflict", "a concurrent request changed the same items; nothing was written, retry"
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app.errors import install_error_handlers
-from app.routers import datasets, health, jobs, ratings, runs, scores, scoring
+from app.routers import datasets, generation, health, jobs, ratings, retrieval, runs, scores, scoring
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     install_error_handlers(app)
-    for module in (health, datasets, runs, ratings, scores, scoring, jobs):
+    for module in (health, datasets, retrieval, generation, runs, ratings, scores, scoring, jobs):
         app.include_router(module.router)
 
     def custom_openapi() -> dict[str, Any]:

@@ -47,8 +47,9 @@ class JudgeSettings(LLMEndpoint):
 
 
 class GeneratorSettings(LLMEndpoint):
-    # Under this relevance the extractive baseline says it does not know.
-    extractive_threshold: float = 0.2
+    # The extractive baseline says it does not know when its best sentence covers less than this share of
+    # the question's (idf-weighted) terms.
+    extractive_threshold: float = 0.5
 
 
 class EmbeddingSettings(BaseModel):

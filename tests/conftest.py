@@ -67,7 +67,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",
-        max_upload_bytes=64 * 1024,
+        max_upload_bytes=256 * 1024,
         jobs={"embedded_worker": False},  # type: ignore[arg-type]
     )
 

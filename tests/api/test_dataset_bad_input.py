@@ -139,7 +139,7 @@ def test_non_utf8_is_rejected(client: TestClient) -> None:
 
 def test_oversized_upload_is_413(client: TestClient) -> None:
     ds = create_dataset(client)
-    big = b'{"external_id": "a", "text": "' + b"x" * 70_000 + b'"}\n'
+    big = b'{"external_id": "a", "text": "' + b"x" * 300_000 + b'"}\n'
     assert_envelope(upload(client, f"/datasets/{ds}/documents", "d.jsonl", big), 413, "PayloadTooLarge")
     r = client.post(
         f"/datasets/{ds}/documents", content=big, headers={"content-type": "application/x-ndjson"}

@@ -153,4 +153,4 @@ def test_outputs_bad_bytes(client: TestClient) -> None:
     assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b"\xff\xfe{"), 400, "MalformedInput")
     body = assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b'{"a": 1}\n{oops\n'), 400)
     assert body["items"][0]["line"] == 2
-    assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b"x" * 70_000), 413)
+    assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b"x" * 300_000), 413)

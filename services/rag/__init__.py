@@ -1,0 +1,1 @@
+"""The service's own RAG system: indexes per dataset, retrieval, generation, runs over a dataset."""

@@ -1,0 +1,159 @@
+"""Per-dataset retrieval indexes: chunks, BM25 and dense, persisted under the data directory and rebuilt
+only when the corpus or the settings change.
+
+An index is identified by a fingerprint of the corpus version (document count and latest change), the
+chunking configuration, the language, the analyzer version and the embedding model. Loaded indexes are
+kept in memory per fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from services.config import Settings
+from services.datasets.service import get_dataset
+from services.errors import Conflict
+from services.rag.repository import IndexRepository
+from services.retrieval import (
+    ANALYZER_VERSION,
+    BM25Index,
+    DenseIndex,
+    HybridRetriever,
+    chunk_document,
+    default_model_path,
+    get_analyzer,
+    load_or_build_bm25,
+    load_or_build_dense,
+)
+
+PARTS = ("chunks", "bm25", "dense")
+NEEDS = {"bm25": ("chunks", "bm25"), "dense": ("chunks", "dense"), "hybrid": PARTS}
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    document_id: int
+    document_external_id: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class LoadedIndex:
+    fingerprint: str
+    chunks: list[ChunkRecord]
+    retriever: HybridRetriever
+
+
+_cache: dict[tuple[str, str, str], LoadedIndex] = {}
+_lock = threading.Lock()
+
+
+def _model(settings: Settings) -> str:
+    return settings.embeddings.model or default_model_path()
+
+
+def fingerprint(session: Session, settings: Settings, dataset_id: int) -> tuple[str, dict[str, Any]]:
+    dataset = get_dataset(session, dataset_id)
+    n_docs, latest = IndexRepository(session).corpus_version(dataset_id)
+    config = {
+        "corpus": [n_docs, latest],
+        "chunking": dataset.chunking,
+        "language": dataset.language,
+        "analyzer": ANALYZER_VERSION,
+        "model": Path(_model(settings)).name,
+    }
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:24]
+    return digest, config
+
+
+def index_dir(settings: Settings, dataset_id: int) -> Path:
+    # One directory per dataset: the BM25 and dense layers check their own content fingerprint there, so
+    # an unchanged corpus is loaded, not rebuilt, whatever the bookkeeping says.
+    return settings.data_dir / "indexes" / str(dataset_id)
+
+
+def make_chunks(session: Session, dataset_id: int) -> list[ChunkRecord]:
+    dataset = get_dataset(session, dataset_id)
+    cfg = dataset.chunking or {}
+    out = []
+    for doc in IndexRepository(session).documents(dataset_id):
+        for c in chunk_document(
+            doc.external_id,
+            doc.text,
+            page_words=int(cfg.get("page_max_words", 1000)),
+            chunk_words=int(cfg.get("max_words", 200)),
+            overlap_words=int(cfg.get("overlap_words", 0)),
+        ):
+            out.append(ChunkRecord(doc.id, doc.external_id, c.start, c.end, c.text))
+    return out
+
+
+def build_part(session: Session, settings: Settings, dataset_id: int, part: str) -> dict[str, Any]:
+    """Build (or load when up to date) one part of the dataset's index and record its state."""
+    fp, config = fingerprint(session, settings, dataset_id)
+    directory = index_dir(settings, dataset_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    chunks = make_chunks(session, dataset_id)
+    texts = [c.text for c in chunks]
+    details: dict[str, Any] = {"chunks": len(chunks), **config}
+    if part == "chunks":
+        (directory / "chunks.json").write_text(
+            json.dumps([c.__dict__ for c in chunks], ensure_ascii=False), encoding="utf-8"
+        )
+    elif part == "bm25":
+        language = get_dataset(session, dataset_id).language
+        load_or_build_bm25(directory / "bm25", texts, get_analyzer(language))
+    elif part == "dense":
+        load_or_build_dense(
+            directory / "dense", texts, model_path=_model(settings), batch_size=settings.embeddings.batch_size
+        )
+    else:
+        raise ValueError(f"unknown index part {part!r}")
+    IndexRepository(session).upsert(dataset_id, part, fp, str(directory), details)
+    return details
+
+
+def up_to_date(session: Session, settings: Settings, dataset_id: int) -> bool:
+    fp, _ = fingerprint(session, settings, dataset_id)
+    states = IndexRepository(session).states(dataset_id)
+    return all(p in states and states[p].fingerprint == fp for p in PARTS)
+
+
+def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> LoadedIndex:
+    """The dataset's index for ``mode``; raises Conflict (409) when it is missing or stale."""
+    fp, _ = fingerprint(session, settings, dataset_id)
+    states = IndexRepository(session).states(dataset_id)
+    missing = [p for p in NEEDS[mode] if p not in states or states[p].fingerprint != fp]
+    if missing:
+        stale = any(p in states for p in missing)
+        raise Conflict(
+            f"the {'index is out of date' if stale else 'dataset is not indexed'} for mode {mode!r} "
+            f"(missing: {', '.join(missing)}); build it with POST /datasets/{dataset_id}/index"
+        )
+    directory = index_dir(settings, dataset_id)
+    key = (str(directory), fp, mode)
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        raw = json.loads((directory / "chunks.json").read_text(encoding="utf-8"))
+        chunks = [ChunkRecord(**c) for c in raw]
+        bm25 = BM25Index.load(directory / "bm25") if "bm25" in NEEDS[mode] else None
+        dense = None
+        if "dense" in NEEDS[mode]:
+            dense = DenseIndex.load(directory / "dense")
+        r = settings.retrieval
+        retriever = HybridRetriever(
+            bm25, dense, rrf_k=r.rrf_k, weights={"bm25": r.bm25_weight, "dense": r.dense_weight}
+        )
+        loaded = LoadedIndex(fp, chunks, retriever)
+        _cache[key] = loaded
+        return loaded

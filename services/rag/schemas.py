@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["hybrid", "bm25", "dense"]
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    k: int = Field(default=5, ge=1, le=100)
+    mode: Mode = "hybrid"
+
+
+class RetrievedChunkOut(BaseModel):
+    rank: int
+    document_id: str
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+class RetrieveResponse(BaseModel):
+    mode: Mode
+    k: int
+    chunks: list[RetrievedChunkOut]
+
+
+class AnswerRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1)
+    k: int = Field(default=5, ge=1, le=50)
+    mode: Mode = "hybrid"
+
+
+class GeneratorInfo(BaseModel):
+    kind: Literal["llm", "extractive"]
+    model: str | None = None
+    declined: bool | None = Field(default=None, description="extractive only: under the relevance threshold")
+
+
+class AnswerResponse(BaseModel):
+    answer: str
+    chunks: list[RetrievedChunkOut]
+    generator: GeneratorInfo
+    latency_ms: float
+    tokens: dict[str, Any] | None = None
+
+
+class IndexRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    force: bool = Field(default=False, description="rebuild even when the index is up to date")
+
+
+class GenerateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    regenerate: bool = Field(default=False, description="answer again questions that already have an output")
