@@ -1,0 +1,169 @@
+"""The main job on the embedded defaults: load the bundled demo study, score it offline, summarise it.
+
+Idempotent: every step skips what is already stored (imports report "unchanged", jobs skip computed items).
+Runs in-process before the server starts, printing progress, then prints the URL and a short summary.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.config import Settings
+from services.datasets import service as datasets
+from services.datasets.repository import DatasetRepository
+from services.datasets.schemas import DatasetCreate
+from services.ingest import parse_rows
+from services.jobs.service import get_job, job_read
+from services.jobs.worker import JobContext, Worker
+from services.rag import service as rag
+from services.ratings import service as ratings
+from services.runs import service as runs
+from services.runs.repository import RunRepository
+from services.runs.schemas import RunCreate, SystemConfig
+
+DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
+DATASET = "demo-nebulis-fr"
+# The two system versions of the demo, produced by the service itself, offline.
+RUNS = {
+    "hybrid-extractive": SystemConfig(retriever="hybrid", k=5, generator="extractive"),
+    "bm25-extractive": SystemConfig(retriever="bm25", k=5, generator="extractive"),
+}
+RATERS = ("annotateur-A", "annotateur-B")
+Say = Callable[[str], None]
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _rows(path: Path) -> Any:
+    return parse_rows(path.read_bytes(), "csv" if path.suffix == ".csv" else "jsonl", field=path.name)
+
+
+def _drain(factory: sessionmaker[Session], settings: Settings, job_id: int, label: str, say: Say) -> None:
+    worker = Worker(JobContext(factory, settings), worker_id="demo")
+    last = -1.0
+    while worker.run_once():
+        with factory() as s:
+            j = job_read(s, get_job(s, job_id))
+        if j.total and (j.done + j.failed) / j.total - last >= 0.1:
+            last = (j.done + j.failed) / j.total
+            say(f"  {label}: {j.done + j.failed}/{j.total}" + (f" ({j.failed} failed)" if j.failed else ""))
+    with factory() as s:
+        j = job_read(s, get_job(s, job_id))
+    if j.status != "done":
+        raise RuntimeError(f"{label} job {job_id} ended {j.status}")
+
+
+def ensure_dataset(session: Session) -> int:
+    existing = DatasetRepository(session).by_name(DATASET)
+    if existing is None:
+        read = datasets.create_dataset(
+            session,
+            DatasetCreate(name=DATASET, language="fr", description="Nébulis Télécom (fictional) demo study"),
+        )
+        dataset_id = read.id
+    else:
+        dataset_id = existing.id
+    datasets.import_documents(session, dataset_id, _rows(DEMO_DIR / "documents.jsonl"))
+    datasets.import_questions(session, dataset_id, _rows(DEMO_DIR / "questions.jsonl"))
+    return dataset_id
+
+
+def ensure_run(session: Session, dataset_id: int, name: str) -> int:
+    run = RunRepository(session).by_name(dataset_id, name)
+    if run is not None:
+        return run.id
+    return runs.create_run(
+        session, dataset_id, RunCreate(name=name, system=RUNS[name], metadata={"demo": True})
+    ).id
+
+
+def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say) -> dict[str, Any]:
+    """Load the demo, index it, produce (or import) both runs, import the ratings, score offline metrics."""
+    t0 = time.perf_counter()
+    with factory.begin() as s:
+        dataset_id = ensure_dataset(s)
+    say(f"demo dataset {DATASET!r} loaded (id {dataset_id})")
+    with factory.begin() as s:
+        job = rag.create_index_job(s, settings, dataset_id, force=False)
+    if job.total:
+        say("building the retrieval index (chunks, BM25, dense embeddings)...")
+        _drain(factory, settings, job.id, "index", say)
+    run_ids = {}
+    for name in RUNS:
+        with factory.begin() as s:
+            run_ids[name] = ensure_run(s, dataset_id, name)
+        shipped = DEMO_DIR / "runs" / f"{name}.jsonl"
+        if shipped.exists():
+            # The rated outputs are shipped so the ratings always describe exactly these answers.
+            with factory.begin() as s:
+                runs.import_outputs(s, run_ids[name], _rows(shipped), "native")
+        else:
+            with factory.begin() as s:
+                job = rag.create_generate_job(s, settings, run_ids[name], regenerate=False)
+            _drain(factory, settings, job.id, f"generate {name}", say)
+        say(f"run {name!r}: outputs ready")
+    with factory.begin() as s:
+        ratings.create_raters(s, parse_rows(("name\n" + "\n".join(RATERS) + "\n").encode(), "csv"))
+    for name, run_id in run_ids.items():
+        path = DEMO_DIR / "ratings" / f"{name}.csv"
+        if path.exists():
+            with factory.begin() as s:
+                ratings.import_ratings(s, run_id, _rows(path))
+    say("illustrative ratings loaded (written for the demo; not study results)")
+    from services.metrics.scoring import ScoringRequest, create_scoring_job
+
+    for name, run_id in run_ids.items():
+        with factory.begin() as s:
+            job = create_scoring_job(s, settings, run_id, ScoringRequest())
+        if job.total:
+            n_metrics = len(job.params["metrics"])
+            say(f"scoring run {name!r} with every metric available offline ({n_metrics} metrics)")
+            _drain(factory, settings, job.id, f"score {name}", say)
+    say(f"demo ready in {time.perf_counter() - t0:.0f} s")
+    return {"dataset_id": dataset_id, "runs": run_ids}
+
+
+def export_outputs(factory: sessionmaker[Session], run_id: int, path: Path) -> int:
+    """Write a run's outputs in the native import form (used to ship the demo's rated outputs)."""
+    import json
+
+    with factory() as s:
+        outputs = runs.list_outputs(s, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for o in outputs:
+            item = {
+                "question_id": o.question_id,
+                "answer": o.answer,
+                "retrieved": [
+                    {"document_id": c.document_id, "start": c.start, "end": c.end, "score": c.score}
+                    for c in o.retrieved
+                ],
+                "generator": o.generator,
+            }
+            f.write(json.dumps(item, ensure_ascii=False) + "\n")
+    return len(outputs)
+
+
+if __name__ == "__main__":
+    from services.db import ensure_migrated, make_engine, make_session_factory
+    from services.offline import apply_offline_env
+
+    apply_offline_env()
+    st = Settings()
+    eng = make_engine(st.database_url)
+    ensure_migrated(eng, st.database_url, True)
+    fac = make_session_factory(eng)
+    info = prepare(fac, st)
+    if sys.argv[1:] == ["--export"]:
+        for run_name, rid in info["runs"].items():
+            n = export_outputs(fac, rid, DEMO_DIR / "runs" / f"{run_name}.jsonl")
+            print(f"exported {n} outputs of {run_name}")
