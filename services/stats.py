@@ -1,0 +1,1549 @@
+"""Statistics for comparing automatic RAG metrics with human ratings.
+
+Pure functions over numpy arrays: no database, no HTTP. Formulas, library calls and test vectors come from
+STATS.md. Every result is a small frozen dataclass; a statistic that cannot be computed (too few pairs,
+constant input, degenerate bootstrap) has ``None`` in place of the number and a human-readable
+``undefined_reason``, so a report never shows a made-up figure or a NaN.
+
+Bootstrap intervals resample items (questions), never rater rows, and reproduce
+``scipy.stats.bootstrap(..., paired=True, method='BCa')`` draw for draw: the index matrix is drawn with the
+same generator calls, and the statistic of every resample is computed from per-item resample counts, all
+resamples (and all metrics sharing a human score) at once.
+
+pingouin, krippendorff, scikit-learn and statsmodels are imported inside the functions that use them:
+importing this module must stay cheap for the API process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as sps
+from scipy.special import ndtr, ndtri
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+CorrMethod = Literal["pearson", "spearman", "kendall"]
+BootstrapKind = Literal["bca", "percentile"]
+CiChoice = Literal["analytic", "bca", "percentile"]
+AlphaLevel = Literal["ordinal", "interval", "nominal"]
+
+__all__ = [
+    "AgreementResult",
+    "AlphaResult",
+    "BootstrapCI",
+    "CorrelationResult",
+    "DependentComparison",
+    "DifferenceTest",
+    "IccResult",
+    "PpiResult",
+    "PreferenceResult",
+    "RaterPair",
+    "SystemLevelResult",
+    "adjust_p_values",
+    "agreement",
+    "bootstrap_ci",
+    "bootstrap_ci_many",
+    "bootstrap_difference_ci",
+    "compare_correlations",
+    "complete_pairs",
+    "correlation",
+    "correlations_many",
+    "fisher_ci",
+    "fisher_ci_width",
+    "kendall",
+    "n_needed_to_separate",
+    "near_constant",
+    "pair_mean_labels",
+    "pearson",
+    "ppi_mean",
+    "preference_agreement",
+    "spearman",
+    "steiger_z",
+    "system_level",
+    "williams_t",
+    "zou_ci",
+]
+
+# Values closer than this (relative to the largest magnitude, floor 1) count as equal: scores such as
+# 0.1 + 0.2 and 0.3 must not produce a spurious correlation out of rounding noise.
+CONSTANT_RTOL = 1e-9
+# A metric whose complete values differ from its most common value in fewer than this many items is
+# near-constant: its correlation with anything is decided by one or two items, so reports refuse it.
+NEAR_CONSTANT_MIN_OFF_MODE = 3
+# Bootstrap resamples whose variance is below this fraction of the sample's squared spread are treated as
+# constant: the moment formulas cannot tell such a resample from rounding noise.
+_RESAMPLE_VAR_RTOL = 1e-12
+# Krippendorff's alpha CI is refused when more resamples than this were undefined (a single rating value).
+_ALPHA_MAX_UNDEFINED_FRACTION = 0.05
+# Up to this many items, Kendall's resample statistic uses an n x n sign matrix (16 MB at the limit) and one
+# matrix product; above it, an O(n log^2 n) merge whose cost does not grow with n^2.
+_KENDALL_DENSE_MAX_N = 2000
+# Resamples are drawn and evaluated in blocks of about this many index entries: small enough for the
+# per-block arrays to stay near the CPU caches, large enough for BLAS. Results do not depend on it.
+_DEFAULT_CHUNK_ELEMENTS = 500_000
+
+
+# --------------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class CorrelationResult:
+    """A correlation with its interval; ``estimate is None`` means undefined (see ``undefined_reason``)."""
+
+    method: CorrMethod
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n: int
+    ci_method: str | None
+    undefined_reason: str | None = None
+    n_dropped: int = 0
+    confidence: float = 0.95
+    ci_undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapCI:
+    """A paired bootstrap interval (items resampled); ``low``/``high`` are None when undefined."""
+
+    low: float | None
+    high: float | None
+    method: BootstrapKind
+    n_resamples: int
+    seed: int
+    confidence: float
+    n: int
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DifferenceTest:
+    """A test statistic with its two-sided p-value (``df`` None for z statistics)."""
+
+    statistic: float
+    p_value: float
+    df: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DependentComparison:
+    """r(a, human) - r(b, human) on the same items, with the tests of STATS.md section 3."""
+
+    method: CorrMethod
+    n: int
+    n_dropped: int
+    r_a: float | None
+    r_b: float | None
+    r_ab: float | None
+    difference: float | None
+    williams: DifferenceTest | None
+    steiger: DifferenceTest | None
+    zou_low: float | None
+    zou_high: float | None
+    bootstrap: BootstrapCI | None
+    undefined_reason: str | None = None
+    analytic_undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlphaResult:
+    """Krippendorff's alpha at one level of measurement, with an item-bootstrap percentile interval."""
+
+    level: AlphaLevel
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_items: int
+    n_resamples: int
+    n_resamples_undefined: int
+    undefined_reason: str | None = None
+    ci_undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IccResult:
+    """One intraclass correlation from pingouin; its CI95 is rounded to 2 decimals by pingouin."""
+
+    kind: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    f_statistic: float | None
+    df1: int
+    df2: int
+    p_value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RaterPair:
+    """Agreement of two raters on the items both rated."""
+
+    rater_a: str
+    rater_b: str
+    n_items: int
+    exact_count: int
+    exact: float | None
+    within_one_count: int
+    within_one: float | None
+    pearson: CorrelationResult
+    spearman: CorrelationResult
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementResult:
+    """Inter-rater agreement of a raters x items matrix (STATS.md section 5)."""
+
+    rater_names: tuple[str, ...]
+    scale_min: int
+    scale_max: int
+    n_items: int
+    n_items_used: int
+    n_items_excluded: int
+    exclusion_reason: str | None
+    alpha: dict[str, AlphaResult]
+    icc: dict[str, IccResult]
+    icc_n_items: int
+    icc_n_items_excluded: int
+    icc_exclusion_reason: str | None
+    icc_undefined_reason: str | None
+    kappa_quadratic: float | None
+    kappa_undefined_reason: str | None
+    pairs: tuple[RaterPair, ...]
+    attenuation_ceiling: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PreferenceResult:
+    """Metric deltas against per-pair mean preference labels (STATS.md section 6)."""
+
+    n_pairs: int
+    n_delta_missing: int
+    n_delta_imputed: int
+    pearson: CorrelationResult
+    spearman: CorrelationResult
+    kendall: CorrelationResult
+    sign_correct: int
+    sign_total: int
+    sign_accuracy: float | None
+    n_human_ties: int
+
+
+@dataclass(frozen=True, slots=True)
+class SystemLevelResult:
+    """Agreement of per-system metric means with per-system human means."""
+
+    n_systems: int
+    kendall: CorrelationResult
+    spearman: CorrelationResult
+    pearson: CorrelationResult
+    pairwise_correct: int
+    pairwise_total: int
+    pairwise_accuracy: float | None
+    n_human_ties: int
+
+
+@dataclass(frozen=True, slots=True)
+class PpiResult:
+    """Prediction-powered estimate of a mean human score."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    n_labeled: int
+    n_unlabeled: int
+    confidence: float
+
+
+# ---------------------------------------------------------------------------------------------------- inputs
+
+
+def _as_vector(values: ArrayLike, name: str) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _complete(*arrays: FloatArray) -> tuple[list[FloatArray], int]:
+    n = arrays[0].size
+    if any(a.size != n for a in arrays):
+        raise ValueError(f"inputs must have the same length, got {[a.size for a in arrays]}")
+    keep = np.ones(n, dtype=np.bool_)
+    for a in arrays:
+        keep &= np.isfinite(a)
+    return [a[keep] for a in arrays], int(n - np.count_nonzero(keep))
+
+
+def complete_pairs(x: ArrayLike, y: ArrayLike) -> tuple[FloatArray, FloatArray, int]:
+    """Drop the pairs where either side is missing (None, NaN or infinite).
+
+    Returns the two float arrays and the number of pairs dropped. Raises ValueError when the inputs are not
+    one-dimensional or differ in length.
+    """
+    (xc, yc), dropped = _complete(_as_vector(x, "x"), _as_vector(y, "y"))
+    return xc, yc, dropped
+
+
+def _tolerance(x: FloatArray) -> float:
+    return CONSTANT_RTOL * max(1.0, float(np.max(np.abs(x)))) if x.size else 0.0
+
+
+def _is_constant(x: FloatArray) -> bool:
+    return x.size == 0 or float(np.ptp(x)) <= _tolerance(x)
+
+
+def near_constant(x: ArrayLike, *, min_off_mode: int = NEAR_CONSTANT_MIN_OFF_MODE) -> bool:
+    """Whether a metric's scores are too close to constant to report a correlation.
+
+    True when fewer than ``min_off_mode`` (default 3) of the finite values differ from the most common value,
+    values within ``CONSTANT_RTOL`` (1e-9, relative to the largest magnitude, floor 1) counting as equal. Such
+    a correlation is decided by one or two items. Missing values are ignored; an empty input is near-constant.
+    """
+    arr = _as_vector(x, "x")
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return True
+    values, counts = np.unique(arr, return_counts=True)
+    mode = values[int(np.argmax(counts))]
+    off_mode = int(np.count_nonzero(np.abs(arr - mode) > _tolerance(arr)))
+    return off_mode < min_off_mode
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _z(confidence: float) -> float:
+    return float(ndtri(0.5 + confidence / 2.0))
+
+
+# ------------------------------------------------------------------------------------ Fisher-type intervals
+
+
+def _atanh_ci(r: float, se: float, confidence: float) -> tuple[float, float]:
+    z = math.atanh(r)
+    half = _z(confidence) * se
+    return math.tanh(z - half), math.tanh(z + half)
+
+
+def fisher_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Fisher interval tanh(atanh r +- z/sqrt(n-3)) for a Pearson r.
+
+    Returns (-1, 1) when n <= 3 (no information). Raises ValueError when |r| >= 1 (the interval degenerates)
+    or the confidence is outside (0, 1).
+    """
+    _check_confidence(confidence)
+    if not -1.0 < r < 1.0:
+        raise ValueError(f"the Fisher interval needs |r| < 1, got {r}")
+    if n <= 3:
+        return -1.0, 1.0
+    return _atanh_ci(r, 1.0 / math.sqrt(n - 3), confidence)
+
+
+def fisher_ci_width(r: float, n: int, confidence: float = 0.95) -> float:
+    """Width of the Fisher interval for r at n items (STATS.md section 8); same failure modes as fisher_ci."""
+    low, high = fisher_ci(r, n, confidence)
+    return high - low
+
+
+# ----------------------------------------------------------------------------------- analytic correlations
+
+
+def _undefined_reason(x: FloatArray, y: FloatArray, min_n: int = 3) -> str | None:
+    if x.size < min_n:
+        return f"fewer than {min_n} complete pairs (n = {x.size})"
+    const_x, const_y = _is_constant(x), _is_constant(y)
+    if const_x and const_y:
+        return "constant input (both x and y)"
+    if const_x:
+        return "constant input (x)"
+    if const_y:
+        return "constant input (y)"
+    return None
+
+
+def _reference_statistic(method: CorrMethod, x: FloatArray, y: FloatArray) -> tuple[float, float]:
+    # The scipy functions are the reference the bootstrap must reproduce; callers rule out constant input.
+    if method == "pearson":
+        res = sps.pearsonr(x, y)
+    elif method == "spearman":
+        res = sps.spearmanr(x, y)
+    else:
+        res = sps.kendalltau(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
+def _reference_or_nan(method: CorrMethod, x: FloatArray, y: FloatArray) -> float:
+    if float(np.ptp(x)) == 0.0 or float(np.ptp(y)) == 0.0:
+        return math.nan
+    return _reference_statistic(method, x, y)[0]
+
+
+def _atanh_se(method: CorrMethod, ci_method: str, r: float, n: int) -> float | None:
+    """Standard error of atanh(r) (STATS.md sections 1-2); None when n is too small for the formula."""
+    if method == "kendall":
+        return math.sqrt(0.437 / (n - 4)) if n > 4 else None
+    if n <= 3:
+        return None
+    if method == "pearson":
+        return 1.0 / math.sqrt(n - 3)
+    if ci_method == "bonett-wright":
+        return math.sqrt((1.0 + r * r / 2.0) / (n - 3))
+    return math.sqrt(1.06 / (n - 3))
+
+
+def _analytic(
+    method: CorrMethod, x: ArrayLike, y: ArrayLike, confidence: float, ci_method: str
+) -> CorrelationResult:
+    _check_confidence(confidence)
+    xc, yc, dropped = complete_pairs(x, y)
+    n = xc.size
+    reason = _undefined_reason(xc, yc)
+    if reason is not None:
+        return CorrelationResult(
+            method, None, None, None, None, n, None, reason, dropped, confidence, "correlation undefined"
+        )
+    estimate, p_value = _reference_statistic(method, xc, yc)
+    se = _atanh_se(method, ci_method, estimate, n)
+    ci_low: float | None
+    ci_high: float | None
+    ci_reason: str | None = None
+    if se is None:
+        # Too few items for the variance formula: the only honest interval is the whole range.
+        ci_low, ci_high = -1.0, 1.0
+    elif abs(estimate) >= 1.0:
+        ci_low = ci_high = None
+        ci_reason = f"{ci_method} interval degenerates at |r| = 1"
+    else:
+        ci_low, ci_high = _atanh_ci(estimate, se, confidence)
+    return CorrelationResult(
+        method, estimate, ci_low, ci_high, p_value, n, ci_method, None, dropped, confidence, ci_reason
+    )
+
+
+def pearson(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95) -> CorrelationResult:
+    """Pearson r (scipy.stats.pearsonr) with the Fisher interval, on complete pairs.
+
+    Undefined (estimate None, with reason) for fewer than 3 complete pairs or constant input. n = 3 gives the
+    interval (-1, 1); |r| = 1 leaves the interval undefined. Raises ValueError on malformed input.
+    """
+    return _analytic("pearson", x, y, confidence, "fisher")
+
+
+def spearman(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    ci: Literal["fieller", "bonett-wright"] = "fieller",
+) -> CorrelationResult:
+    """Spearman rho (scipy.stats.spearmanr) with the Fieller (SE^2 = 1.06/(n-3)) or Bonett-Wright interval.
+
+    Same undefined cases as ``pearson``.
+    """
+    if ci not in ("fieller", "bonett-wright"):
+        raise ValueError(f"unknown Spearman interval {ci!r}")
+    return _analytic("spearman", x, y, confidence, ci)
+
+
+def kendall(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95) -> CorrelationResult:
+    """Kendall tau-b (scipy.stats.kendalltau) with the Fieller interval, SE^2 = 0.437/(n-4).
+
+    Same undefined cases as ``pearson``; n = 3 or 4 gives the interval (-1, 1).
+    """
+    return _analytic("kendall", x, y, confidence, "fieller")
+
+
+def correlation(
+    x: ArrayLike,
+    y: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci: CiChoice = "analytic",
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+    spearman_ci: Literal["fieller", "bonett-wright"] = "fieller",
+) -> CorrelationResult:
+    """One correlation with an analytic (Fisher/Fieller) or paired bootstrap (BCa/percentile) interval.
+
+    The estimate and p-value always come from scipy; ``ci`` only chooses the interval. A bootstrap interval
+    that cannot be computed leaves ci_low/ci_high None with ``ci_undefined_reason``.
+    """
+    return correlations_many(
+        {"x": x},
+        y,
+        method,
+        ci=ci,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        spearman_ci=spearman_ci,
+    )["x"]
+
+
+def correlations_many(
+    metrics: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci: CiChoice = "analytic",
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+    spearman_ci: Literal["fieller", "bonett-wright"] = "fieller",
+) -> dict[str, CorrelationResult]:
+    """Correlation of every metric with the same human score, keyed like ``metrics``.
+
+    ``ci="analytic"`` gives Fisher (Pearson), Fieller or Bonett-Wright (Spearman, ``spearman_ci``) or Fieller
+    (Kendall) intervals. With a bootstrap ``ci`` all metrics share one resample index matrix (see
+    ``bootstrap_ci_many``), so each interval equals scipy.stats.bootstrap with the same seed on that metric's
+    complete pairs. Raises ValueError for an unknown method or interval.
+    """
+    analytic_ci = {"pearson": "fisher", "spearman": spearman_ci, "kendall": "fieller"}.get(method)
+    if analytic_ci is None or spearman_ci not in ("fieller", "bonett-wright"):
+        raise ValueError(f"unknown correlation method {method!r} or Spearman interval {spearman_ci!r}")
+    out = {name: _analytic(method, x, human, confidence, analytic_ci) for name, x in metrics.items()}
+    if ci == "analytic":
+        return out
+    if ci not in ("bca", "percentile"):
+        raise ValueError(f"unknown interval {ci!r}")
+    boot = bootstrap_ci_many(
+        {name: metrics[name] for name, res in out.items() if res.estimate is not None},
+        human,
+        method,
+        ci_method=ci,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        chunk_elements=chunk_elements,
+    )
+    for name, b in boot.items():
+        out[name] = replace(
+            out[name], ci_low=b.low, ci_high=b.high, ci_method=ci, ci_undefined_reason=b.undefined_reason
+        )
+    return out
+
+
+# -------------------------------------------------------------------------------- ranks, ties, dominance
+
+
+@dataclass(frozen=True, slots=True)
+class _Ties:
+    order: IntArray  # stable argsort of the values
+    starts: IntArray  # first sorted position of each tie group
+    group: IntArray  # tie group (dense rank, 0-based) of each item
+    sizes: IntArray  # size of each tie group
+
+    @property
+    def has_ties(self) -> bool:
+        return self.sizes.size < self.group.size
+
+
+def _ties(x: FloatArray) -> _Ties:
+    n = x.size
+    order = np.argsort(x, kind="stable").astype(np.int64)
+    xs = x[order]
+    first = np.ones(n, dtype=np.bool_)
+    first[1:] = xs[1:] != xs[:-1]
+    starts = np.flatnonzero(first).astype(np.int64)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(first) - 1
+    sizes = np.diff(np.append(starts, n)).astype(np.int64)
+    return _Ties(order, starts, group, sizes)
+
+
+def _doubled_midranks(t: _Ties) -> FloatArray:
+    # Twice the 1-based average rank is an integer, which keeps every rank sum exact in float64.
+    return (2 * t.starts[t.group] + t.sizes[t.group] + 1).astype(np.float64)
+
+
+def _signed_sums(t: _Ties, c: FloatArray) -> FloatArray:
+    """For each item i: sum_j c_j * sign(x_j - x_i)."""
+    groups = np.bincount(t.group, weights=c, minlength=t.sizes.size)
+    below = np.cumsum(groups) - groups
+    above = float(c.sum()) - below - groups
+    return (above - below)[t.group]
+
+
+def _dominance(v: IntArray, w: IntArray) -> IntArray:
+    """D[:, p] = sum of w[:, q] over earlier positions q < p with v[q] < v[p].
+
+    A bottom-up merge: at each level the right half of every block counts, per resample row, the weight of
+    the left half below it. The sort structure depends only on v, so all rows share it; O(n log^2 n).
+    """
+    rows, n = w.shape
+    out = np.zeros((rows, n), dtype=np.int64)
+    pos = np.arange(n, dtype=np.int64)
+    span = int(v.max()) + 2 if n else 1
+    half = 1
+    while half < n:
+        block = pos // (2 * half)
+        is_right = (pos % (2 * half)) >= half
+        left, right = pos[~is_right], pos[is_right]
+        keys = block[left] * span + v[left]
+        srt = np.argsort(keys, kind="stable")
+        left_sorted, keys_sorted = left[srt], keys[srt]
+        base = block[right] * span
+        lo = np.searchsorted(keys_sorted, base, side="left")
+        hi = np.searchsorted(keys_sorted, base + v[right], side="left")
+        cum = np.zeros((rows, left.size + 1), dtype=np.int64)
+        np.cumsum(w[:, left_sorted], axis=1, out=cum[:, 1:])
+        out[:, right] += cum[:, hi] - cum[:, lo]
+        half *= 2
+    return out
+
+
+def _lower_left(xr: IntArray, yr: IntArray, w: IntArray) -> tuple[IntArray, IntArray]:
+    """Per position of the (x asc, y desc) order: weight of items strictly below in both x and y."""
+    # Sorting ties in x by descending y keeps pairs tied in x out of the strict count.
+    order = np.lexsort((-yr, xr)).astype(np.int64)
+    return order, _dominance(yr[order], w[:, order])
+
+
+def _concordance_per_item(xr: IntArray, yr: IntArray) -> FloatArray:
+    """K_i = sum_j sign(x_j - x_i) * sign(y_j - y_i) for every item i (integer valued)."""
+    n = xr.size
+    ones = np.ones((1, n), dtype=np.int64)
+    xf, yf = int(xr.max()) - xr, int(yr.max()) - yr
+    k = np.zeros(n, dtype=np.int64)
+    for a, b, sign in ((xr, yr, 1), (xf, yf, 1), (xr, yf, -1), (xf, yr, -1)):
+        order, d = _lower_left(a, b, ones)
+        k[order] += sign * d[0]
+    return k.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------- bootstrap kernels
+
+
+class _Kernel(Protocol):
+    """Statistics of M metrics against one human vector, evaluated on many resamples at once."""
+
+    n_stats: int
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        """(rows, M) statistic for each resample given as per-item counts; NaN where undefined."""
+        ...
+
+    def exact(self, idx: IntArray, j: int) -> float:
+        """The reference (scipy) statistic of metric j on one resample given by its item indices."""
+        ...
+
+    def jackknife(self) -> FloatArray:
+        """(M, n) leave-one-item-out statistics."""
+        ...
+
+
+class _CorrelationKernel:
+    def __init__(self, method: CorrMethod, metrics: FloatArray, human: FloatArray) -> None:
+        self.method: CorrMethod = method
+        self.x = metrics
+        self.h = human
+        self.n_stats = metrics.shape[0]
+
+    def exact(self, idx: IntArray, j: int) -> float:
+        return _reference_or_nan(self.method, self.x[j, idx], self.h[idx])
+
+
+class _PearsonKernel(_CorrelationKernel):
+    def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
+        super().__init__("pearson", metrics, human)
+        # Centring first keeps the moment formulas free of cancellation; r is shift invariant.
+        self.xc = metrics - metrics.mean(axis=1, keepdims=True)
+        self.hc = human - human.mean()
+        m = self.n_stats
+        self.design = np.empty((human.size, 3 * m + 2))
+        self.design[:, :m] = self.xc.T
+        self.design[:, m : 2 * m] = (self.xc**2).T
+        self.design[:, 2 * m : 3 * m] = (self.xc * self.hc).T
+        self.design[:, 3 * m] = self.hc
+        self.design[:, 3 * m + 1] = self.hc**2
+        n = human.size
+        self.floor_x = _RESAMPLE_VAR_RTOL * n * np.max(self.xc**2, axis=1)
+        self.floor_h = _RESAMPLE_VAR_RTOL * n * float(np.max(self.hc**2))
+
+    def _r(
+        self,
+        sx: FloatArray,
+        sxx: FloatArray,
+        sxy: FloatArray,
+        sh: FloatArray,
+        shh: FloatArray,
+        n: int,
+        floor_x: FloatArray,
+    ) -> FloatArray:
+        vx = sxx - sx * sx / n
+        vh = shh - sh * sh / n
+        cov = sxy - sx * sh / n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.clip(cov / np.sqrt(vx * vh), -1.0, 1.0)
+        # A (near-)constant resample has no correlation; scipy returns NaN for it as well.
+        return np.where((vx <= floor_x) | (vh <= self.floor_h), np.nan, r)
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        m, n = self.n_stats, self.h.size
+        s = counts.astype(np.float64) @ self.design
+        sh, shh = s[:, 3 * m : 3 * m + 1], s[:, 3 * m + 1 : 3 * m + 2]
+        return self._r(s[:, :m], s[:, m : 2 * m], s[:, 2 * m : 3 * m], sh, shh, n, self.floor_x)
+
+    def jackknife(self) -> FloatArray:
+        xc, hc, m = self.xc, self.hc, self.h.size - 1
+        sx = xc.sum(axis=1, keepdims=True) - xc
+        sh = hc.sum() - hc
+        sxx = (xc**2).sum(axis=1, keepdims=True) - xc**2
+        shh = (hc**2).sum() - hc**2
+        sxy = (xc * hc).sum(axis=1, keepdims=True) - xc * hc
+        return self._r(sx, sxx, sxy, sh, shh, m, self.floor_x[:, None])
+
+
+def _doubled_group_ranks(t: _Ties, counts: IntArray) -> tuple[IntArray, IntArray]:
+    """Per resample: twice the midrank of each tie group, and sum of w * (2 rank)^2."""
+    weights = counts[:, t.order]
+    if t.has_ties:
+        weights = np.add.reduceat(weights, t.starts, axis=1)
+    ranks2 = 2 * np.cumsum(weights, axis=1) - weights + 1
+    return ranks2, np.einsum("ij,ij,ij->i", weights, ranks2, ranks2)
+
+
+class _SpearmanKernel(_CorrelationKernel):
+    def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
+        super().__init__("spearman", metrics, human)
+        self.x_ties = [_ties(row) for row in metrics]
+        self.h_ties = _ties(human)
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        n = self.h.size
+        # Sums of doubled ranks are integers below 2**63; the centring constant is n (n + 1)^2.
+        centre = n * (n + 1) ** 2
+        h_ranks2, h_sq = _doubled_group_ranks(self.h_ties, counts)
+        weighted_h = counts * h_ranks2[:, self.h_ties.group]
+        vh = (h_sq - centre).astype(np.float64)
+        out = np.empty((counts.shape[0], self.n_stats))
+        for j, t in enumerate(self.x_ties):
+            x_ranks2, x_sq = _doubled_group_ranks(t, counts)
+            sxy = np.einsum("ij,ij->i", x_ranks2[:, t.group], weighted_h)
+            vx = (x_sq - centre).astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[:, j] = (sxy - centre).astype(np.float64) / np.sqrt(vx * vh)
+        return out
+
+    def jackknife(self) -> FloatArray:
+        return np.vstack([_spearman_jackknife(t, self.h_ties) for t in self.x_ties])
+
+
+def _spearman_jackknife(tx: _Ties, th: _Ties) -> FloatArray:
+    # Leaving item i out lowers the doubled rank of item j by 1 + sign(x_j - x_i); expanding the rank sums
+    # gives every leave-one-out rho from a few O(n log n) sums (all integer valued, so exact in float64).
+    n = tx.group.size
+    m = n - 1
+    a = _doubled_midranks(tx) - 1.0
+    b = _doubled_midranks(th) - 1.0
+    k = _concordance_per_item(tx.group, th.group)
+    sxy = float((a * b).sum()) - a * b - _signed_sums(th, a) - _signed_sums(tx, b) + k
+    sxx = float((a * a).sum()) - a * a - 2.0 * _signed_sums(tx, a) + (n - tx.sizes[tx.group])
+    shh = float((b * b).sum()) - b * b - 2.0 * _signed_sums(th, b) + (n - th.sizes[th.group])
+    centre = float(m * (m + 1) ** 2)
+    vx, vh = sxx - centre, shh - centre
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (sxy - centre) / np.sqrt(vx * vh)
+    return np.where((vx == 0) | (vh == 0), np.nan, rho)
+
+
+def _tau_b(cmd: FloatArray, tot: float, xtie: FloatArray, ytie: FloatArray) -> FloatArray:
+    # Same operation order as scipy.stats.kendalltau, so exact integer counts give identical floats.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.clip(cmd / np.sqrt(tot - xtie) / np.sqrt(tot - ytie), -1.0, 1.0)
+    return np.where((xtie == tot) | (ytie == tot), np.nan, tau)
+
+
+class _KendallKernel(_CorrelationKernel):
+    def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
+        super().__init__("kendall", metrics, human)
+        self.x_ties = [_ties(row) for row in metrics]
+        self.h_ties = _ties(human)
+
+    @staticmethod
+    def _tie_pairs(t: _Ties, counts: IntArray) -> FloatArray:
+        weights = counts[:, t.order]
+        if t.has_ties:
+            weights = np.add.reduceat(weights, t.starts, axis=1)
+        return np.asarray((weights * (weights - 1) // 2).sum(axis=1), dtype=np.float64)
+
+    def _concordance_dense(self, t: _Ties, counts: IntArray) -> FloatArray:
+        # C - D = 1/2 w' S w with S_ij = sign(x_i - x_j) sign(h_i - h_j): one matrix product for all
+        # resamples. Every partial sum is an integer of magnitude <= n, so float32 is exact (n < 2**24).
+        xr, hr = t.group.astype(np.int32), self.h_ties.group.astype(np.int32)
+        signs = np.multiply(
+            np.sign(np.subtract.outer(xr, xr)), np.sign(np.subtract.outer(hr, hr)), dtype=np.float32
+        )
+        weighted = (counts.astype(np.float32) @ signs).astype(np.float64)
+        return np.asarray(0.5 * np.einsum("ij,ij->i", weighted, counts.astype(np.float64)), dtype=np.float64)
+
+    def _concordance_merge(self, t: _Ties, counts: IntArray) -> FloatArray:
+        hr = self.h_ties.group
+        order_c, dom_c = _lower_left(t.group, hr, counts)
+        order_d, dom_d = _lower_left(t.group, int(hr.max()) - hr, counts)
+        concordant = np.einsum("ij,ij->i", counts[:, order_c], dom_c)
+        discordant = np.einsum("ij,ij->i", counts[:, order_d], dom_d)
+        return np.asarray(concordant - discordant, dtype=np.float64)
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        n = self.h.size
+        tot = float(n * (n - 1) // 2)
+        ytie = self._tie_pairs(self.h_ties, counts)
+        concordance = self._concordance_dense if n <= _KENDALL_DENSE_MAX_N else self._concordance_merge
+        out = np.empty((counts.shape[0], self.n_stats))
+        for j, t in enumerate(self.x_ties):
+            out[:, j] = _tau_b(concordance(t, counts), tot, self._tie_pairs(t, counts), ytie)
+        return out
+
+    def jackknife(self) -> FloatArray:
+        n = self.h.size
+        m = n - 1
+        tot = float(m * (m - 1) // 2)
+        th = self.h_ties
+        ytie = float((th.sizes * (th.sizes - 1) // 2).sum()) - (th.sizes[th.group] - 1)
+        rows = []
+        for t in self.x_ties:
+            k = _concordance_per_item(t.group, th.group)
+            xtie = float((t.sizes * (t.sizes - 1) // 2).sum()) - (t.sizes[t.group] - 1)
+            rows.append(_tau_b(k.sum() / 2.0 - k, tot, xtie.astype(np.float64), ytie.astype(np.float64)))
+        return np.vstack(rows)
+
+
+class _DifferenceKernel:
+    """r(a, h) - r(b, h) from a two-metric kernel."""
+
+    n_stats = 1
+
+    def __init__(self, inner: _Kernel) -> None:
+        self.inner = inner
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        v = self.inner.resample(counts)
+        return v[:, :1] - v[:, 1:2]
+
+    def exact(self, idx: IntArray, j: int) -> float:
+        return self.inner.exact(idx, 0) - self.inner.exact(idx, 1)
+
+    def jackknife(self) -> FloatArray:
+        v = self.inner.jackknife()
+        return v[:1] - v[1:2]
+
+
+_KERNELS: dict[str, type[_PearsonKernel] | type[_SpearmanKernel] | type[_KendallKernel]] = {
+    "pearson": _PearsonKernel,
+    "spearman": _SpearmanKernel,
+    "kendall": _KendallKernel,
+}
+
+
+def _kernel(method: CorrMethod, metrics: FloatArray, human: FloatArray) -> _Kernel:
+    if method not in _KERNELS:
+        raise ValueError(f"unknown correlation method {method!r}")
+    return _KERNELS[method](metrics, human)
+
+
+# ----------------------------------------------------------------------------------------- bootstrap engine
+
+
+def _resample_counts(idx: IntArray) -> IntArray:
+    rows, n = idx.shape
+    flat = idx + (np.arange(rows, dtype=np.int64) * n)[:, None]
+    return np.bincount(flat.ravel(), minlength=rows * n).reshape(rows, n).astype(np.int64, copy=False)
+
+
+def _bootstrap_distribution(
+    kernel: _Kernel, n: int, n_resamples: int, seed: int, chunk_elements: int
+) -> FloatArray:
+    """(M, n_resamples) statistics on the resamples scipy.stats.bootstrap draws for this seed."""
+    rng = np.random.default_rng(seed)
+    rows_per_chunk = max(1, chunk_elements // n)
+    out = np.empty((kernel.n_stats, n_resamples))
+    for start in range(0, n_resamples, rows_per_chunk):
+        rows = min(rows_per_chunk, n_resamples - start)
+        # Same call as scipy's _bootstrap_resample; drawing in blocks continues the same stream.
+        idx = rng.integers(0, n, size=(rows, n), dtype=np.int64)
+        counts = _resample_counts(idx)
+        values = kernel.resample(counts)
+        # A resample that is a permutation of the data equals the estimate in exact arithmetic; whether it
+        # lands just below or above depends on rounding, so take scipy's own value for it.
+        for r in np.flatnonzero(counts.max(axis=1) == 1):
+            for j in range(kernel.n_stats):
+                values[r, j] = kernel.exact(idx[r], j)
+        out[:, start : start + rows] = values.T
+    return out
+
+
+def _interval(
+    tb: FloatArray, theta_hat: float, jack: FloatArray | None, confidence: float
+) -> tuple[float, float] | str:
+    """Percentile (jack None) or BCa limits, following scipy's _bca_interval operation for operation.
+
+    Returns the reason instead when the interval is undefined (scipy would return NaN there).
+    """
+    n_resamples = tb.size
+    n_nan = int(np.count_nonzero(np.isnan(tb)))
+    if n_nan:
+        return f"statistic undefined in {n_nan} of {n_resamples} resamples (constant scores)"
+    if float(np.ptp(tb)) <= 1e-12 * max(1.0, abs(theta_hat)):
+        return "degenerate bootstrap: every resample gives the same value"
+    alpha = (1.0 - confidence) / 2.0
+    probs = np.array([alpha, 1.0 - alpha])
+    if jack is not None:
+        if np.isnan(jack).any():
+            return "statistic undefined when leaving one item out (BCa)"
+        percentile = (np.count_nonzero(tb < theta_hat) + np.count_nonzero(tb <= theta_hat)) / (
+            2 * n_resamples
+        )
+        if percentile in (0.0, 1.0):
+            return "estimate lies outside the bootstrap distribution (BCa)"
+        z0 = ndtri(percentile)
+        n_j = float(jack.size)
+        u = (n_j - 1) * (np.mean(jack) - jack)
+        den = np.sum(u**2) / n_j**2
+        if den == 0:
+            return "degenerate jackknife: every leave-one-out value is equal (BCa)"
+        a_hat = 1 / 6 * (np.sum(u**3) / n_j**3) / den ** (3 / 2)
+        z_alpha = float(ndtri(alpha))
+        num1, num2 = z0 + z_alpha, z0 - z_alpha
+        probs = np.array([ndtr(z0 + num1 / (1 - a_hat * num1)), ndtr(z0 + num2 / (1 - a_hat * num2))])
+        if not np.isfinite(probs).all():
+            return "BCa adjustment undefined (extreme acceleration)"
+    low, high = (float(v) for v in sps.quantile(tb, probs))
+    return low, high
+
+
+def _intervals(
+    theta_hat: FloatArray,
+    theta_b: FloatArray,
+    jack: FloatArray | None,
+    kind: BootstrapKind,
+    confidence: float,
+    seed: int,
+    n: int,
+) -> list[BootstrapCI]:
+    n_stats, n_resamples = theta_b.shape
+    out: list[BootstrapCI] = []
+    for j in range(n_stats):
+        limits = _interval(theta_b[j], float(theta_hat[j]), None if jack is None else jack[j], confidence)
+        if isinstance(limits, str):
+            out.append(BootstrapCI(None, None, kind, n_resamples, seed, confidence, n, limits))
+        else:
+            out.append(BootstrapCI(limits[0], limits[1], kind, n_resamples, seed, confidence, n))
+    return out
+
+
+def _check_bootstrap_args(kind: str, n_resamples: int, confidence: float) -> None:
+    _check_confidence(confidence)
+    if kind not in ("bca", "percentile"):
+        raise ValueError(f"unknown bootstrap interval {kind!r}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+
+
+def _undefined_ci(
+    kind: BootstrapKind, n_resamples: int, seed: int, confidence: float, n: int, reason: str
+) -> BootstrapCI:
+    return BootstrapCI(None, None, kind, n_resamples, seed, confidence, n, reason)
+
+
+def bootstrap_ci_many(
+    metrics: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci_method: BootstrapKind = "bca",
+    n_resamples: int = 9999,
+    seed: int = 0,
+    confidence: float = 0.95,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+) -> dict[str, BootstrapCI]:
+    """Paired bootstrap intervals of corr(metric, human) for many metrics sharing one resample index matrix.
+
+    Each metric's interval equals ``scipy.stats.bootstrap((x, h), stat, paired=True, method=...,
+    n_resamples=n_resamples, rng=np.random.default_rng(seed))`` on its complete pairs. Metrics with the same
+    missing-value pattern share the index matrix; each pattern is drawn with the same seed. Memory stays at a
+    few blocks of ``chunk_elements`` entries. Undefined intervals (fewer than 3 pairs, constant input, a
+    constant resample, degenerate distribution) carry a reason. Raises ValueError on malformed input.
+    """
+    _check_bootstrap_args(ci_method, n_resamples, confidence)
+    h_all = _as_vector(human, "human")
+    arrays = {name: _as_vector(x, name) for name, x in metrics.items()}
+    out: dict[str, BootstrapCI] = {}
+    patterns: dict[bytes, list[str]] = {}
+    for name, x in arrays.items():
+        if x.size != h_all.size:
+            raise ValueError(f"{name} has {x.size} values, human has {h_all.size}")
+        keep = np.isfinite(x) & np.isfinite(h_all)
+        reason = _undefined_reason(x[keep], h_all[keep])
+        if reason is not None:
+            out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
+        else:
+            patterns.setdefault(keep.tobytes(), []).append(name)
+    for key, names in patterns.items():
+        keep = np.frombuffer(key, dtype=np.bool_)
+        h = h_all[keep]
+        x = np.vstack([arrays[name][keep] for name in names])
+        kernel = _kernel(method, x, h)
+        theta_hat = np.array([_reference_statistic(method, row, h)[0] for row in x])
+        theta_b = _bootstrap_distribution(kernel, h.size, n_resamples, seed, chunk_elements)
+        jack = kernel.jackknife() if ci_method == "bca" else None
+        for name, res in zip(
+            names, _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, h.size), strict=True
+        ):
+            out[name] = res
+    return {name: out[name] for name in metrics}
+
+
+def bootstrap_ci(
+    x: ArrayLike,
+    y: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci_method: BootstrapKind = "bca",
+    n_resamples: int = 9999,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> BootstrapCI:
+    """Paired bootstrap interval of corr(x, y), equal to scipy.stats.bootstrap with the same seed.
+
+    See ``bootstrap_ci_many`` for the undefined cases.
+    """
+    return bootstrap_ci_many(
+        {"x": x}, y, method, ci_method=ci_method, n_resamples=n_resamples, seed=seed, confidence=confidence
+    )["x"]
+
+
+def bootstrap_difference_ci(
+    a: ArrayLike,
+    b: ArrayLike,
+    human: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci_method: BootstrapKind = "bca",
+    n_resamples: int = 9999,
+    seed: int = 0,
+    confidence: float = 0.95,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+) -> BootstrapCI:
+    """Paired bootstrap interval of corr(a, human) - corr(b, human), items resampled jointly.
+
+    Equals ``scipy.stats.bootstrap((a, b, human), lambda a, b, h: r(a, h) - r(b, h), paired=True, ...)``
+    on the items where all three are present. Undefined as in ``bootstrap_ci_many``.
+    """
+    _check_bootstrap_args(ci_method, n_resamples, confidence)
+    (av, bv, hv), _ = _complete(_as_vector(a, "a"), _as_vector(b, "b"), _as_vector(human, "human"))
+    reason = _undefined_reason(av, hv) or _undefined_reason(bv, hv)
+    if reason is not None:
+        return _undefined_ci(ci_method, n_resamples, seed, confidence, hv.size, reason)
+    kernel = _DifferenceKernel(_kernel(method, np.vstack([av, bv]), hv))
+    theta_hat = np.array([_reference_statistic(method, av, hv)[0] - _reference_statistic(method, bv, hv)[0]])
+    theta_b = _bootstrap_distribution(kernel, hv.size, n_resamples, seed, chunk_elements)
+    jack = kernel.jackknife() if ci_method == "bca" else None
+    return _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, hv.size)[0]
+
+
+# ------------------------------------------------------------------ dependent correlations (STATS.md §3)
+
+
+def _check_rs(n: int, min_n: int, *rs: float) -> None:
+    if n < min_n:
+        raise ValueError(f"need n >= {min_n}, got {n}")
+    for r in rs:
+        if not -1.0 < r < 1.0:
+            raise ValueError(f"correlations must lie strictly between -1 and 1, got {r}")
+
+
+def williams_t(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
+    """Williams' t for r12 vs r13 sharing variable 1 (df n - 3, two-sided p).
+
+    Raises ValueError for n < 4, |r| >= 1, or correlations that cannot come from one correlation matrix.
+    """
+    _check_rs(n, 4, r12, r13, r23)
+    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    if det < 0:
+        raise ValueError("r12, r13 and r23 do not form a valid correlation matrix")
+    rbar = (r12 + r13) / 2
+    denom = 2 * ((n - 1) / (n - 3)) * det + rbar**2 * (1 - r23) ** 3
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denom)
+    df = n - 3
+    return DifferenceTest(t, float(2 * sps.t.sf(abs(t), df)), df)
+
+
+def steiger_z(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
+    """Steiger's Z (pooled r-bar) for r12 vs r13 sharing variable 1, two-sided normal p.
+
+    Raises ValueError for n < 4 or |r| >= 1.
+    """
+    _check_rs(n, 4, r12, r13, r23)
+    rbar = (r12 + r13) / 2
+    c = (r23 * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r23**2)) / (1 - rbar**2) ** 2
+    z = (math.atanh(r12) - math.atanh(r13)) * math.sqrt(n - 3) / math.sqrt(2 - 2 * c)
+    return DifferenceTest(z, float(2 * sps.norm.sf(abs(z))))
+
+
+def _zou_c(r12: float, r13: float, r23: float) -> float:
+    return ((r23 - 0.5 * r12 * r13) * (1 - r12**2 - r13**2 - r23**2) + r23**3) / ((1 - r12**2) * (1 - r13**2))
+
+
+def zou_ci(r12: float, r13: float, r23: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Zou (2007) interval for r12 - r13 sharing variable 1, from the Fisher limits of each r.
+
+    Raises ValueError for n < 4 or |r| >= 1.
+    """
+    _check_rs(n, 4, r12, r13, r23)
+    l1, u1 = fisher_ci(r12, n, confidence)
+    l2, u2 = fisher_ci(r13, n, confidence)
+    c = _zou_c(r12, r13, r23)
+    d = r12 - r13
+    low = d - math.sqrt((r12 - l1) ** 2 + (u2 - r13) ** 2 - 2 * c * (r12 - l1) * (u2 - r13))
+    high = d + math.sqrt((u1 - r12) ** 2 + (r13 - l2) ** 2 - 2 * c * (u1 - r12) * (r13 - l2))
+    return low, high
+
+
+def compare_correlations(
+    a: ArrayLike,
+    b: ArrayLike,
+    human: ArrayLike,
+    *,
+    method: CorrMethod = "pearson",
+    n_resamples: int = 9999,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> DependentComparison:
+    """Compare corr(a, human) with corr(b, human) on the items where all three are present.
+
+    Pearson gets Williams' t, Steiger's Z and Zou's interval; every method gets a paired BCa bootstrap of the
+    difference (skipped when n_resamples = 0). Undefined (reason given) for fewer than 4 complete items,
+    constant input, or a perfect correlation that the analytic formulas cannot take.
+    """
+    _check_confidence(confidence)
+    (av, bv, hv), dropped = _complete(_as_vector(a, "a"), _as_vector(b, "b"), _as_vector(human, "human"))
+    n = hv.size
+    reason = _undefined_reason(av, hv, 4) or _undefined_reason(bv, hv, 4)
+    if reason is not None:
+        return DependentComparison(
+            method, n, dropped, None, None, None, None, None, None, None, None, None, reason
+        )
+    r_a = _reference_statistic(method, av, hv)[0]
+    r_b = _reference_statistic(method, bv, hv)[0]
+    r_ab = _reference_statistic(method, av, bv)[0]
+    williams = steiger = None
+    zou_low = zou_high = None
+    analytic_reason = None
+    if method == "pearson":
+        try:
+            williams = williams_t(r_a, r_b, r_ab, n)
+            steiger = steiger_z(r_a, r_b, r_ab, n)
+            zou_low, zou_high = zou_ci(r_a, r_b, r_ab, n, confidence)
+        except ValueError as exc:
+            # Perfect or collinear correlations: the formulas divide by zero there.
+            analytic_reason = f"analytic tests undefined: {exc}"
+    boot = None
+    if n_resamples > 0:
+        boot = bootstrap_difference_ci(
+            av, bv, hv, method, n_resamples=n_resamples, seed=seed, confidence=confidence
+        )
+    return DependentComparison(
+        method,
+        n,
+        dropped,
+        r_a,
+        r_b,
+        r_ab,
+        r_a - r_b,
+        williams,
+        steiger,
+        zou_low,
+        zou_high,
+        boot,
+        None,
+        analytic_reason,
+    )
+
+
+# ----------------------------------------------------------------------------- multiple comparisons (§4)
+
+
+def adjust_p_values(p_values: Sequence[float | None], method: Literal["holm", "bh"]) -> list[float | None]:
+    """Holm (family-wise) or Benjamini-Hochberg (FDR) adjusted p-values, in input order.
+
+    Undefined p-values (None or NaN) stay None and are not counted in the family. Raises ValueError for a
+    p-value outside [0, 1] or an unknown method.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    # statsmodels' default is Holm-Sidak ('hs'): always name the method.
+    sm_method = {"holm": "holm", "bh": "fdr_bh"}.get(method)
+    if sm_method is None:
+        raise ValueError(f"unknown adjustment {method!r}")
+    defined = [i for i, p in enumerate(p_values) if p is not None and not math.isnan(p)]
+    values = np.array([p_values[i] for i in defined], dtype=np.float64)
+    if ((values < 0) | (values > 1)).any():
+        raise ValueError("p-values must lie in [0, 1]")
+    out: list[float | None] = [None] * len(p_values)
+    if defined:
+        adjusted = multipletests(values, method=sm_method)[1]
+        for i, p in zip(defined, adjusted, strict=True):
+            out[i] = float(p)
+    return out
+
+
+# -------------------------------------------------------------------------------- inter-rater agreement (§5)
+
+
+def _alpha_value(data: FloatArray, level: AlphaLevel, domain: list[float]) -> float | None:
+    import krippendorff
+
+    values = data[np.isfinite(data)]
+    if values.size == 0 or float(np.ptp(values)) == 0.0:
+        return None
+    # reliability_data is raters x items: the transpose silently gives another number (STATS.md §5).
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
+
+
+def _alpha_results(
+    data: FloatArray, domain: list[float], seed: int, n_resamples: int, confidence: float
+) -> dict[str, AlphaResult]:
+    n_items = data.shape[1]
+    levels: tuple[AlphaLevel, ...] = ("ordinal", "interval", "nominal")
+    estimates = {level: _alpha_value(data, level, domain) for level in levels}
+    boot: dict[str, list[float]] = {level: [] for level in levels}
+    if n_resamples > 0 and n_items >= 2:
+        rng = np.random.default_rng(seed)
+        for idx in rng.integers(0, n_items, size=(n_resamples, n_items)):
+            resample = data[:, idx]
+            for level in levels:
+                value = _alpha_value(resample, level, domain)
+                if value is not None and math.isfinite(value):
+                    boot[level].append(value)
+    alpha = (1 - confidence) / 2
+    out: dict[str, AlphaResult] = {}
+    for level in levels:
+        estimate = estimates[level]
+        reason = None if estimate is not None else "every rating has the same value"
+        values = np.array(boot[level])
+        n_undefined = n_resamples - values.size if n_items >= 2 else n_resamples
+        low = high = None
+        ci_reason: str | None = None
+        if n_resamples == 0:
+            ci_reason = "no resamples requested"
+        elif estimate is None or n_items < 2:
+            ci_reason = "alpha undefined" if estimate is None else "fewer than 2 items"
+        elif n_undefined > _ALPHA_MAX_UNDEFINED_FRACTION * n_resamples:
+            ci_reason = f"alpha undefined in {n_undefined} of {n_resamples} item resamples"
+        else:
+            low, high = (float(v) for v in np.quantile(values, [alpha, 1 - alpha]))
+        out[level] = AlphaResult(
+            level, estimate, low, high, n_items, n_resamples, n_undefined, reason, ci_reason
+        )
+    return out
+
+
+def _icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccResult], str | None]:
+    import pandas as pd
+    import pingouin
+
+    n_raters, n_items = data.shape
+    if n_items < 3:
+        return {}, f"fewer than 3 items rated by every rater (n = {n_items})"
+    if float(np.ptp(data)) == 0.0:
+        return {}, "every rating has the same value"
+    frame = pd.DataFrame(
+        {
+            "item": np.tile(np.arange(n_items), n_raters),
+            "rater": np.repeat(np.asarray(names, dtype=object), n_items),
+            "score": data.ravel(),
+        }
+    )
+    table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    out: dict[str, IccResult] = {}
+    for row in table.itertuples(index=False):
+        kind = str(row.Type)
+        value = float(row.ICC)
+        ci = [float(v) for v in row.CI95]
+        finite = math.isfinite(value)
+        out[kind] = IccResult(
+            kind,
+            value if finite else None,
+            ci[0] if finite and math.isfinite(ci[0]) else None,
+            ci[1] if finite and math.isfinite(ci[1]) else None,
+            float(row.F) if math.isfinite(float(row.F)) else None,
+            int(row.df1),
+            int(row.df2),
+            float(row.pval) if math.isfinite(float(row.pval)) else None,
+        )
+    return out, None
+
+
+def _quadratic_kappa(
+    a: FloatArray, b: FloatArray, scale_min: int, scale_max: int
+) -> tuple[float | None, str | None]:
+    from sklearn.metrics import cohen_kappa_score
+
+    if a.size < 2:
+        return None, f"fewer than 2 items rated by both raters (n = {a.size})"
+    if not (np.all(a == np.round(a)) and np.all(b == np.round(b))):
+        return None, "quadratic kappa needs integer ratings"
+    if np.unique(np.concatenate([a, b])).size < 2:
+        return None, "both raters gave one and the same rating to every item"
+    # Labels span the whole scale: sklearn otherwise builds the weights from the observed values only.
+    labels = list(range(scale_min, scale_max + 1))
+    value = float(
+        cohen_kappa_score(a.astype(np.int64), b.astype(np.int64), weights="quadratic", labels=labels)
+    )
+    return (value, None) if math.isfinite(value) else (None, "kappa undefined")
+
+
+def agreement(
+    matrix: ArrayLike,
+    rater_names: Sequence[str],
+    scale_min: int,
+    scale_max: int,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    *,
+    confidence: float = 0.95,
+) -> AgreementResult:
+    """Inter-rater agreement of a raters x items matrix (NaN = not rated).
+
+    Krippendorff's alpha (ordinal, interval, nominal) with an item-bootstrap percentile CI; the six ICCs from
+    pingouin on the items rated by every rater; quadratic-weighted Cohen kappa (exactly two raters, labels =
+    the full scale); per pair of raters exact and within-one agreement and Pearson/Spearman with CIs; the
+    attenuation ceiling sqrt(ICC(A,k)). Items with fewer than two ratings are excluded and counted. Raises
+    ValueError when the matrix is not 2-D, the names do not match its rows (a transposed matrix usually trips
+    this), there are fewer than two raters, or a rating lies outside [scale_min, scale_max].
+    """
+    data = np.asarray(matrix, dtype=np.float64)
+    names = tuple(str(name) for name in rater_names)
+    if data.ndim != 2:
+        raise ValueError(f"matrix must be raters x items, got shape {data.shape}")
+    if data.shape[0] != len(names):
+        raise ValueError(f"matrix has {data.shape[0]} rows (raters) but {len(names)} rater names were given")
+    if len(names) < 2:
+        raise ValueError("agreement needs at least two raters")
+    if len(set(names)) != len(names):
+        raise ValueError("rater names must be unique")
+    if scale_min >= scale_max:
+        raise ValueError("scale_min must be below scale_max")
+    if np.isinf(data).any():
+        raise ValueError("ratings must be finite or NaN")
+    rated = np.isfinite(data)
+    if ((data[rated] < scale_min) | (data[rated] > scale_max)).any():
+        raise ValueError(f"ratings must lie in [{scale_min}, {scale_max}]")
+    _check_confidence(confidence)
+
+    n_items = data.shape[1]
+    usable = rated.sum(axis=0) >= 2
+    used = data[:, usable]
+    n_excluded = int(n_items - usable.sum())
+    domain = sorted(
+        {float(v) for v in range(scale_min, scale_max + 1)} | {float(v) for v in used[np.isfinite(used)]}
+    )
+    alpha = _alpha_results(used, domain, seed, n_resamples, confidence)
+
+    complete = rated.all(axis=0)
+    icc, icc_reason = _icc_results(data[:, complete], names)
+    n_icc_excluded = int(n_items - complete.sum())
+
+    kappa: float | None = None
+    kappa_reason: str | None = "quadratic kappa is reported for exactly two raters"
+    pairs: list[RaterPair] = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            both = rated[i] & rated[j]
+            a, b = data[i, both], data[j, both]
+            diff = np.abs(a - b)
+            n_pair = int(both.sum())
+            exact = int(np.count_nonzero(diff == 0))
+            within = int(np.count_nonzero(diff <= 1))
+            pairs.append(
+                RaterPair(
+                    names[i],
+                    names[j],
+                    n_pair,
+                    exact,
+                    exact / n_pair if n_pair else None,
+                    within,
+                    within / n_pair if n_pair else None,
+                    pearson(a, b, confidence=confidence),
+                    spearman(a, b, confidence=confidence),
+                )
+            )
+            if len(names) == 2:
+                kappa, kappa_reason = _quadratic_kappa(a, b, scale_min, scale_max)
+
+    icc_ak = icc.get("ICC(A,k)")
+    ceiling = None
+    if icc_ak is not None and icc_ak.estimate is not None and icc_ak.estimate > 0:
+        ceiling = math.sqrt(icc_ak.estimate)
+    return AgreementResult(
+        rater_names=names,
+        scale_min=scale_min,
+        scale_max=scale_max,
+        n_items=n_items,
+        n_items_used=int(usable.sum()),
+        n_items_excluded=n_excluded,
+        exclusion_reason="fewer than two ratings" if n_excluded else None,
+        alpha=alpha,
+        icc=icc,
+        icc_n_items=int(complete.sum()),
+        icc_n_items_excluded=n_icc_excluded,
+        icc_exclusion_reason="not rated by every rater" if n_icc_excluded else None,
+        icc_undefined_reason=icc_reason,
+        kappa_quadratic=kappa,
+        kappa_undefined_reason=None if kappa is not None else kappa_reason,
+        pairs=tuple(pairs),
+        attenuation_ceiling=ceiling,
+    )
+
+
+# ------------------------------------------------------------------- pairwise preference, system level (§6)
+
+
+def pair_mean_labels(labels: ArrayLike) -> FloatArray:
+    """Mean label of each compared pair from an annotators x pairs matrix (NaN = not labelled).
+
+    Correlate metric deltas with this mean, one row per pair: duplicating the delta for each annotator row
+    doubles n and narrows intervals falsely. A pair nobody labelled gets NaN. Raises ValueError if not 2-D.
+    """
+    data = np.asarray(labels, dtype=np.float64)
+    if data.ndim != 2:
+        raise ValueError(f"labels must be annotators x pairs, got shape {data.shape}")
+    rated = np.isfinite(data)
+    counts = rated.sum(axis=0)
+    sums = np.where(rated, data, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / counts, np.nan)
+
+
+def preference_agreement(
+    labels: ArrayLike,
+    score1: ArrayLike,
+    score2: ArrayLike,
+    *,
+    impute_missing_delta: bool = False,
+    confidence: float = 0.95,
+) -> PreferenceResult:
+    """Agreement of metric deltas (score2 - score1) with per-pair mean preference labels (response 2 vs 1).
+
+    Missing deltas are dropped and counted, or replaced by the median delta when ``impute_missing_delta``
+    (the published RAGChecker procedure). Sign accuracy leaves out pairs the humans tied (mean label 0); a
+    zero metric delta on a non-tied pair counts as wrong. Raises ValueError on mismatched lengths.
+    """
+    human = pair_mean_labels(labels)
+    delta = _as_vector(score2, "score2") - _as_vector(score1, "score1")
+    if delta.size != human.size:
+        raise ValueError(f"{delta.size} deltas for {human.size} labelled pairs")
+    missing = ~np.isfinite(delta)
+    n_missing = int(missing.sum())
+    n_imputed = 0
+    if impute_missing_delta and n_missing and n_missing < delta.size:
+        delta = np.where(missing, np.median(delta[~missing]), delta)
+        n_imputed = n_missing
+    h, d, _ = complete_pairs(human, delta)
+    not_tied = h != 0
+    correct = int(np.count_nonzero(np.sign(d[not_tied]) == np.sign(h[not_tied])))
+    total = int(not_tied.sum())
+    return PreferenceResult(
+        n_pairs=human.size,
+        n_delta_missing=n_missing,
+        n_delta_imputed=n_imputed,
+        pearson=pearson(human, delta, confidence=confidence),
+        spearman=spearman(human, delta, confidence=confidence),
+        kendall=kendall(human, delta, confidence=confidence),
+        sign_correct=correct,
+        sign_total=total,
+        sign_accuracy=correct / total if total else None,
+        n_human_ties=int(h.size - total),
+    )
+
+
+def system_level(
+    human_means: ArrayLike, metric_means: ArrayLike, *, confidence: float = 0.95
+) -> SystemLevelResult:
+    """System-level agreement: tau-b, Spearman, Pearson and pairwise accuracy over systems.
+
+    Pairwise accuracy counts system pairs ordered the same way by metric and humans; pairs the humans tie are
+    left out, a metric tie counts as wrong. Systems with a missing mean are dropped (see each correlation's
+    n_dropped). Raises ValueError on mismatched lengths.
+    """
+    h, m, _ = complete_pairs(human_means, metric_means)
+    dh = np.sign(h[:, None] - h[None, :])
+    dm = np.sign(m[:, None] - m[None, :])
+    upper = np.triu(np.ones_like(dh, dtype=np.bool_), k=1)
+    compared = upper & (dh != 0)
+    correct = int(np.count_nonzero(compared & (dh == dm)))
+    total = int(compared.sum())
+    return SystemLevelResult(
+        n_systems=h.size,
+        kendall=kendall(human_means, metric_means, confidence=confidence),
+        spearman=spearman(human_means, metric_means, confidence=confidence),
+        pearson=pearson(human_means, metric_means, confidence=confidence),
+        pairwise_correct=correct,
+        pairwise_total=total,
+        pairwise_accuracy=correct / total if total else None,
+        n_human_ties=int(np.count_nonzero(upper & (dh == 0))),
+    )
+
+
+# --------------------------------------------------------------------------- prediction-powered mean (§7)
+
+
+def ppi_mean(
+    y_labeled: ArrayLike, yhat_labeled: ArrayLike, yhat_unlabeled: ArrayLike, *, confidence: float = 0.95
+) -> PpiResult:
+    """Prediction-powered mean: mean(f_unlabeled) + mean(Y - f_labeled), normal CI (ddof 0 variances).
+
+    ppi_py's ppi_mean_ci defaults to a 90% interval; this defaults to 95%. Raises ValueError for missing
+    values, mismatched labelled lengths, or fewer than 2 labelled / 1 unlabelled items.
+    """
+    _check_confidence(confidence)
+    y = _as_vector(y_labeled, "y_labeled")
+    f = _as_vector(yhat_labeled, "yhat_labeled")
+    fu = _as_vector(yhat_unlabeled, "yhat_unlabeled")
+    if y.size != f.size:
+        raise ValueError(f"{y.size} labels for {f.size} labelled predictions")
+    if not (np.isfinite(y).all() and np.isfinite(f).all() and np.isfinite(fu).all()):
+        raise ValueError("ppi_mean needs complete data: drop missing values first")
+    if y.size < 2 or fu.size < 1:
+        raise ValueError("need at least 2 labelled and 1 unlabelled items")
+    rectifier = y - f
+    estimate = float(fu.mean() + rectifier.mean())
+    se = math.sqrt(float(fu.var()) / fu.size + float(rectifier.var()) / y.size)
+    half = _z(confidence) * se
+    return PpiResult(estimate, se, estimate - half, estimate + half, y.size, fu.size, confidence)
+
+
+# ------------------------------------------------------------------------------------------------ power (§8)
+
+
+def n_needed_to_separate(
+    r1: float, r2: float, r12_between_metrics: float, power: float = 0.8, alpha: float = 0.05
+) -> int:
+    """Items needed to tell corr(metric1, human) = r1 from r2 = corr(metric2, human) on the same items.
+
+    Two-sided test on atanh r1 - atanh r2 with variance (2 - 2c)/(n - 3), c the correlation of the two
+    estimates (Zou's c, from r1, r2 and the correlation between the metrics). Raises ValueError when r1 = r2
+    or an argument is out of range.
+    """
+    if not (0.0 < power < 1.0 and 0.0 < alpha < 1.0):
+        raise ValueError("power and alpha must lie in (0, 1)")
+    _check_rs(4, 4, r1, r2, r12_between_metrics)
+    if r1 == r2:
+        raise ValueError("equal correlations cannot be separated at any n")
+    c = _zou_c(r1, r2, r12_between_metrics)
+    z = float(ndtri(1 - alpha / 2)) + float(ndtri(power))
+    return math.ceil(3 + z**2 * (2 - 2 * c) / (math.atanh(r1) - math.atanh(r2)) ** 2)
