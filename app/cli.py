@@ -26,6 +26,19 @@ def _migrate() -> None:
     engine.dispose()
 
 
+def _demo(host: str, port: int) -> None:
+    from app.demo import prepare, summary
+    from services.db import make_engine, make_session_factory
+    from services.offline import apply_offline_env
+
+    apply_offline_env()
+    settings = get_settings()
+    factory = make_session_factory(make_engine(settings.database_url))
+    print("preparing the bundled demo study (offline; only the first run takes a while)...", flush=True)
+    info = prepare(factory, settings)
+    print(summary(factory, settings, info["runs"], f"http://{host}:{port}"), flush=True)
+
+
 def _serve(host: str, port: int) -> None:
     import uvicorn
 
@@ -61,9 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations")
     for name in ("serve", "run"):
-        p = sub.add_parser(name, help="serve the API" if name == "serve" else "migrate and serve")
+        p = sub.add_parser(
+            name, help="serve the API" if name == "serve" else "migrate, load the demo and serve"
+        )
         p.add_argument("--host", default=settings.host)
         p.add_argument("--port", type=int, default=settings.port)
+        if name == "run":
+            p.add_argument("--no-demo", action="store_true", help="do not load and score the bundled demo")
     w = sub.add_parser("worker", help="run the job worker")
     w.add_argument("--id", default=None, help="worker id shown in job items (default: random)")
     w.add_argument("--once", action="store_true", help="exit when no work is left")
@@ -76,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         _worker(args.id, args.once)
     elif args.command == "run":
         _migrate()
+        if not args.no_demo:
+            _demo(args.host, args.port)
         _serve(args.host, args.port)
     return 0
 

@@ -35,6 +35,10 @@ RUNS = {
     "bm25-extractive": SystemConfig(retriever="bm25", k=5, generator="extractive"),
 }
 RATERS = ("annotateur-A", "annotateur-B")
+RATINGS_NOTE = (
+    "Illustrative ratings: written for this demo by two independent annotators following the default 1-5 "
+    "rubric on these exact outputs. They show how the service works; they are not results of a study."
+)
 Say = Callable[[str], None]
 
 
@@ -78,11 +82,11 @@ def ensure_dataset(session: Session) -> int:
 
 def ensure_run(session: Session, dataset_id: int, name: str) -> int:
     run = RunRepository(session).by_name(dataset_id, name)
+    meta = {"demo": True, "ratings_note": RATINGS_NOTE}
     if run is not None:
+        run.meta = meta
         return run.id
-    return runs.create_run(
-        session, dataset_id, RunCreate(name=name, system=RUNS[name], metadata={"demo": True})
-    ).id
+    return runs.create_run(session, dataset_id, RunCreate(name=name, system=RUNS[name], metadata=meta)).id
 
 
 def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say) -> dict[str, Any]:
@@ -129,6 +133,45 @@ def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say)
             _drain(factory, settings, job.id, f"score {name}", say)
     say(f"demo ready in {time.perf_counter() - t0:.0f} s")
     return {"dataset_id": dataset_id, "runs": run_ids}
+
+
+def summary(
+    factory: sessionmaker[Session], settings: Settings, run_ids: dict[str, int], base_url: str
+) -> str:
+    """A short text summary: agreement, the ceiling and the top metrics with their intervals."""
+    from services.reports.service import build_report
+
+    with factory() as s:
+        report = build_report(s, settings, list(run_ids.values()))
+    lines = [f"Demo report (both runs pooled, {report.reference_score['n_with_reference']} rated outputs):"]
+    res = (report.agreement or {}).get("result") or {}
+    alpha = (res.get("alpha") or {}).get("ordinal") or {}
+    if alpha.get("estimate") is not None:
+        lines.append(
+            f"  inter-rater agreement: Krippendorff alpha (ordinal) {alpha['estimate']:.2f} "
+            f"[{alpha['ci_low']:.2f}, {alpha['ci_high']:.2f}]; human ceiling sqrt(ICC(A,k)) = "
+            f"{report.human_ceiling:.2f}"
+            if report.human_ceiling
+            else ""
+        )
+    for analysis in report.analyses:
+        top = [m for m in analysis.metrics if m.pearson.estimate is not None][:3]
+        if not top:
+            continue
+        lines.append(f"  {analysis.id}. {analysis.title}:")
+        for m in top:
+            p = m.pearson
+            lines.append(
+                f"       {m.metric:<28} r = {p.estimate:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], n = {m.n}"
+            )
+    lines.append("  " + RATINGS_NOTE)
+    first = next(iter(run_ids.values()))
+    lines.append(
+        f"Report page: {base_url}/runs/{first}/report.html   (all runs pooled: {base_url}/report?runs="
+        + ",".join(map(str, run_ids.values()))
+        + ")"
+    )
+    return "\n".join(lines)
 
 
 def export_outputs(factory: sessionmaker[Session], run_id: int, path: Path) -> int:

@@ -12,13 +12,26 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app.errors import install_error_handlers
-from app.routers import datasets, generation, health, jobs, ratings, retrieval, runs, scores, scoring
+from app.routers import (
+    datasets,
+    generation,
+    health,
+    home,
+    jobs,
+    ratings,
+    reports,
+    retrieval,
+    runs,
+    scores,
+    scoring,
+)
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
 from services.jobs.worker import JobContext, Worker
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
+from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
 
@@ -27,6 +40,7 @@ log = logging.getLogger("ragmeta")
 # Item schemas of batch endpoints whose bodies are read by hand (JSON, JSONL or file) and so are not
 # discovered by FastAPI; they are added to the OpenAPI components so clients can see them.
 EXTRA_SCHEMAS: list[type[Any]] = [
+    ReportRead,
     DocumentCreate,
     QuestionCreate,
     NativeOutput,
@@ -81,7 +95,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     install_error_handlers(app)
-    for module in (health, datasets, retrieval, generation, runs, ratings, scores, scoring, jobs):
+    for module in (
+        home,
+        health,
+        datasets,
+        retrieval,
+        generation,
+        runs,
+        ratings,
+        scores,
+        scoring,
+        reports,
+        jobs,
+    ):
         app.include_router(module.router)
 
     def custom_openapi() -> dict[str, Any]:

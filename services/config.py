@@ -49,7 +49,7 @@ class JudgeSettings(LLMEndpoint):
 class GeneratorSettings(LLMEndpoint):
     # The extractive baseline says it does not know when its best sentence covers less than this share of
     # the question's (idf-weighted) terms.
-    extractive_threshold: float = 0.5
+    extractive_threshold: float = 0.3
 
 
 class EmbeddingSettings(BaseModel):

@@ -628,3 +628,13 @@ def test_near_constant_threshold() -> None:
     assert not near_constant(A)
     assert near_constant(np.r_[np.ones(94), 0.0, 0.0, np.nan], min_off_mode=3)
     assert not near_constant(np.r_[np.ones(94), 0.0, 0.0], min_off_mode=2)
+
+
+def test_adjustments_equal_statsmodels_on_random_p_values() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        p = rng.uniform(0, 0.2, size=int(rng.integers(1, 15))).tolist()
+        assert stats.adjust_p_values(p, "holm") == approx(multipletests(p, method="holm")[1].tolist())
+        assert stats.adjust_p_values(p, "bh") == approx(multipletests(p, method="fdr_bh")[1].tolist())

@@ -1,0 +1,46 @@
+"""The landing page: what the service is for, the demo report, the API docs and the metric catalogue."""
+
+from __future__ import annotations
+
+from html import escape
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from app.deps import SessionDep
+from services.datasets.repository import DatasetRepository
+from services.runs.repository import RunRepository
+
+router = APIRouter(tags=["home"], include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(session: SessionDep) -> HTMLResponse:
+    items = []
+    for ds in DatasetRepository(session).list():
+        runs = RunRepository(session).all(ds.id)
+        links = (
+            " · ".join(f"<a href='/runs/{r.id}/report.html'>{escape(r.name)}</a>" for r in runs)
+            or "<span style='color:#777'>no runs yet</span>"
+        )
+        items.append(f"<li><b>{escape(ds.name)}</b> ({escape(ds.language)}): reports of runs {links}</li>")
+    datasets = (
+        "<ul>" + "".join(items) + "</ul>"
+        if items
+        else "<p>No dataset yet: import one (see the API docs).</p>"
+    )
+    page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ragmeta</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:820px;margin:2rem auto;line-height:1.5;
+padding:0 1rem}}
+</style></head><body>
+<h1>ragmeta</h1>
+<p>Which automatic RAG metrics can you trust on your data? ragmeta scores every output of your RAG system with
+Ragas, DeepEval, RAGChecker, Opik and classical metrics, and reports how each one correlates with your human
+raters, with confidence intervals and the ceiling that rater disagreement puts on any metric.</p>
+<h2>Datasets and reports</h2>{datasets}
+<h2>More</h2>
+<ul><li><a href="/docs">API documentation</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>)</li>
+<li><a href="/metrics">Metric catalogue</a> with availability</li>
+<li><a href="/healthz">Health</a></li></ul>
+</body></html>"""
+    return HTMLResponse(page)

@@ -1,0 +1,1 @@
+"""Correlation reports: agreement, the three analyses, comparisons with the best metric, figure, HTML."""

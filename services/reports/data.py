@@ -1,0 +1,105 @@
+"""Gathering a report's items: outputs of one or several runs, their reference (human) score and every
+metric column, with the reason each value is missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.errors import InvalidItems, ItemError
+from services.models import Output, Question
+from services.ratings.service import RatingTable, rating_table
+from services.runs.service import get_run
+from services.scores.repository import ScoreRepository
+
+
+@dataclass
+class Item:
+    output_id: int
+    question_id: str
+    types: list[str]
+    answerable: bool
+    human: float | None
+    human_missing: str | None
+
+
+@dataclass
+class Column:
+    name: str
+    metric: str
+    config_key: str
+    values: dict[int, float] = field(default_factory=dict)
+    missing: dict[int, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReportData:
+    dataset_id: int
+    run_ids: list[int]
+    items: list[Item]
+    columns: dict[str, Column]
+    ratings: RatingTable
+
+
+def gather(session: Session, run_ids: list[int], reference: str, min_raters: int) -> ReportData:
+    runs = [get_run(session, rid) for rid in run_ids]
+    datasets = {r.dataset_id for r in runs}
+    if len(datasets) > 1:
+        raise InvalidItems(
+            "pooled runs must belong to one dataset",
+            [ItemError(None, "runs", f"datasets {sorted(datasets)}")],
+        )
+    stmt = (
+        select(Output, Question)
+        .join(Question, Question.id == Output.question_id)
+        .where(Output.run_id.in_(run_ids))
+        .order_by(Output.run_id, Question.id)
+    )
+    table = rating_table(session, run_ids)
+    refs = table.reference(reference, min_raters)
+    items = []
+    for output, question in session.execute(stmt):
+        ref = refs.get(output.id)
+        if ref is None:
+            human, missing = None, "not rated"
+        elif ref[2]:
+            human, missing = None, f"rated by fewer than {min_raters} raters"
+        else:
+            human, missing = ref[0], None
+        items.append(
+            Item(
+                output.id,
+                question.external_id,
+                list(question.types or []),
+                question.answerable,
+                human,
+                missing,
+            )
+        )
+    columns: dict[str, Column] = {}
+    scores = ScoreRepository(session).of_runs(run_ids)
+    configs: dict[str, dict[str, Any]] = {}
+    for s in scores:
+        # With several configurations of one metric, the latest one is reported (the others stay stored).
+        latest = configs.get(s.metric)
+        if latest is None or s.updated_at > latest["at"]:
+            configs[s.metric] = {"key": s.config_key, "at": s.updated_at}
+    for s in scores:
+        if configs[s.metric]["key"] != s.config_key:
+            continue
+        col = columns.setdefault(
+            s.metric, Column(s.metric, s.metric, s.config_key, details=dict(s.config or {}))
+        )
+        if s.value is not None:
+            col.values[s.output_id] = s.value
+        elif s.error:
+            col.missing[s.output_id] = f"error: {s.error.split(':', 1)[0]}"
+        else:
+            col.missing[s.output_id] = f"undefined: {s.reason or 'no value'}"
+        if s.details and "higher_is_better" in s.details:
+            col.details["higher_is_better"] = s.details["higher_is_better"]
+    return ReportData(datasets.pop(), run_ids, items, columns, table)
