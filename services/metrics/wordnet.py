@@ -48,6 +48,28 @@ def prepare(data_dir: Path, source: Path = DEBIAN_DIR) -> Path | None:
     return target
 
 
+def authorize(path: Path) -> None:
+    """nltk reads corpora only under its data path (a sandbox against path tricks): add our copy's root."""
+    import nltk.data
+
+    root = str(path.parents[1])  # .../nltk_data/corpora/wordnet -> .../nltk_data
+    if root not in nltk.data.path:
+        nltk.data.path.append(root)
+
+
+def open_reader(path: Path) -> Any:
+    """A WordNetCorpusReader on ``path``. Debian ships no Open Multilingual Wordnet, which nltk announces
+    with a UserWarning; METEOR only needs the English synsets."""
+    import warnings
+
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    authorize(path)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The multilingual functions are not available")
+        return WordNetCorpusReader(str(path), None)
+
+
 def reader(data_dir: Path) -> Any:
     """A loaded WordNetCorpusReader, or None when no WordNet package is installed."""
     global _reader
@@ -56,7 +78,5 @@ def reader(data_dir: Path) -> Any:
             path = prepare(data_dir)
             if path is None:
                 return None
-            from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-            _reader = WordNetCorpusReader(str(path), None)
+            _reader = open_reader(path)
         return _reader
