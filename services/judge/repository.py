@@ -1,0 +1,45 @@
+"""SQL for the judge-call cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services.models import JudgeCall
+
+
+class JudgeCallRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, key: str) -> JudgeCall | None:
+        return self.session.scalar(select(JudgeCall).where(JudgeCall.key == key))
+
+    def put(
+        self,
+        key: str,
+        model: str,
+        request: dict[str, Any],
+        response: dict[str, Any],
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+        latency_ms: float,
+    ) -> None:
+        self.session.add(
+            JudgeCall(
+                key=key,
+                model=model,
+                request=request,
+                response=response,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_ms=latency_ms,
+            )
+        )
+        try:
+            self.session.commit()
+        except IntegrityError:  # the same call answered concurrently: the first stored answer stays
+            self.session.rollback()

@@ -1,0 +1,130 @@
+"""The judge gateway against a loopback test judge: forwarding, cache, occurrence keys, concurrency bound,
+retries, and prompt errors for failing, hanging or garbled upstreams."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from sqlalchemy import Engine
+
+from services.config import JudgeSettings
+from services.db import make_session_factory
+from services.judge.gateway import JudgeGateway
+from tests.fakellm import FakeLLM, garbage
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    server = FakeLLM(script=lambda body, i: f"answer {i}").start()
+    yield server
+    server.stop()
+
+
+def judge_for(fake: FakeLLM, **kw: Any) -> JudgeSettings:
+    return JudgeSettings(base_url=fake.base_url, model="judge-model", timeout_s=1.0, retries=2, **kw)
+
+
+@pytest.fixture
+def gateway(fake: FakeLLM, engine: Engine) -> Iterator[JudgeGateway]:
+    gw = JudgeGateway(judge_for(fake, max_concurrency=3), make_session_factory(engine)).start()
+    yield gw
+    gw.stop()
+
+
+def ask(base_url: str, content: str, **kw: Any) -> str:
+    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+    resp = client.chat.completions.create(
+        model="whatever", messages=[{"role": "user", "content": content}], **kw
+    )
+    return str(resp.choices[0].message.content)
+
+
+def test_forwards_with_the_configured_model_and_counts(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    assert ask(gateway.base_url(1, "ragas.faithfulness"), "hello") == "answer 0"
+    assert fake.requests[0]["model"] == "judge-model"
+    u = gateway.usage_for(1, "ragas.faithfulness")
+    assert (u.calls, u.upstream_calls, u.cache_hits, u.prompt_tokens, u.completion_tokens) == (1, 1, 0, 10, 5)
+
+
+def test_cache_makes_a_rerun_free_across_gateways(
+    gateway: JudgeGateway, fake: FakeLLM, engine: Engine
+) -> None:
+    url = gateway.base_url(1, "m")
+    first = [ask(url, f"q{i}") for i in range(3)]
+    assert len(fake.requests) == 3
+    again = JudgeGateway(gateway.judge, make_session_factory(engine)).start()
+    try:
+        assert [ask(again.base_url(2, "m"), f"q{i}") for i in range(3)] == first
+        assert len(fake.requests) == 3
+        assert again.usage_for(2, "m").cache_hits == 3
+    finally:
+        again.stop()
+
+
+def test_identical_requests_of_different_metrics_are_sent_once(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    a = ask(gateway.base_url(1, "deepeval.faithfulness"), "same prompt")
+    b = ask(gateway.base_url(1, "opik.hallucination"), "same prompt")
+    assert a == b and len(fake.requests) == 1
+
+
+def test_deliberate_repeats_within_a_scope_are_not_collapsed(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    url = gateway.base_url(1, "ragas.answer_relevancy", scope="out-7")
+    answers = [ask(url, "generate a question", temperature=0.3) for _ in range(3)]
+    assert answers == ["answer 0", "answer 1", "answer 2"] and len(fake.requests) == 3
+    # the same three calls for the same output later are all answered from the cache, in the same order
+    gateway._occurrences.clear()
+    assert [ask(url, "generate a question", temperature=0.3) for _ in range(3)] == answers
+    assert len(fake.requests) == 3
+
+
+def test_concurrency_never_exceeds_the_setting(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    fake.latency_s = 0.2
+
+    async def many() -> list[httpx.Response]:
+        limits = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=gateway.base_url(1, "m"), limits=limits, timeout=30) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(
+                        "/chat/completions", json={"messages": [{"role": "user", "content": f"p{i}"}]}
+                    )
+                    for i in range(12)
+                )
+            )
+
+    replies = asyncio.run(many())
+    assert all(r.status_code == 200 for r in replies)
+    assert len(fake.requests) == 12 and fake.max_in_flight == 3
+
+
+def test_5xx_then_success_is_retried(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    fake.fail_first, fake.fail_status = 2, 503
+    assert ask(gateway.base_url(1, "m"), "x") == "answer 2"
+    assert gateway.usage_for(1, "m").upstream_retries == 2
+
+
+@pytest.mark.parametrize(
+    ("setup", "cause"),
+    [
+        (lambda f: setattr(f, "fail_first", 99), "http_500"),
+        (lambda f: (setattr(f, "fail_first", 99), setattr(f, "fail_status", 429)), "rate_limited"),
+        (lambda f: (setattr(f, "hang_first", 99), setattr(f, "hang_s", 5.0)), "timeout"),
+        (lambda f: setattr(f, "script", lambda b, i: garbage()), "malformed_response"),
+    ],
+)
+def test_failures_become_prompt_non_retryable_errors(
+    gateway: JudgeGateway, fake: FakeLLM, setup: Any, cause: str
+) -> None:
+    setup(fake)
+    with pytest.raises(openai.BadRequestError) as info:
+        ask(gateway.base_url(1, "m"), "x")
+    assert cause in str(info.value)
+    u = gateway.usage_for(1, "m")
+    assert u.failures == 1 and u.causes == {cause: 1}
+    expected_upstream = 1 if cause == "malformed_response" else 3  # garbage is not retried
+    assert len(fake.requests) == expected_upstream
