@@ -123,7 +123,7 @@ def report_png(run_id: int, session: SessionDep, settings: SettingsDep, params: 
     return Response(figure.render(report, "png"), media_type="image/png")
 
 
-@router.get("/runs/{run_id}/report.html", response_class=HTMLResponse, responses=responses(404))
+@router.get("/runs/{run_id}/report.html", responses={**responses(404), 200: {"content": {"text/html": {}}}})
 def report_html(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> HTMLResponse:
     report: ReportRead = build_report(session, settings, [run_id], **params.kwargs)
     svg = figure.render(report, "svg").decode("utf-8")
