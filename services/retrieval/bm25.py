@@ -45,6 +45,7 @@ __all__ = ["BM25Index", "BM25Params", "bm25_fingerprint", "load_or_build_bm25"]
 FORMAT_VERSION = 1
 _ARRAYS_FILE = "bm25.npz"
 _META_FILE = "bm25.json"
+_WEIGHT_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +143,8 @@ class BM25Index:
         counts.sum_duplicates()
         counts.sort_indices()
         indptr = counts.indptr.astype(np.int64)
-        postings = counts.indices.astype(np.int32)
-        tf = counts.data.astype(np.int64)
+        postings = counts.indices.astype(np.int32, copy=False)
+        tf = counts.data
         del counts
 
         df = np.diff(indptr).tolist()
@@ -155,12 +156,17 @@ class BM25Index:
 
         total = int(doc_lengths.sum())
         avgdl = total / n_docs if n_docs else 0.0
-        weights = np.zeros(postings.shape[0], dtype=np.float64)
-        if postings.shape[0]:
-            k1, b = params.k1, params.b
-            dl = doc_lengths[postings]
+        weights = np.empty(postings.shape[0], dtype=np.float64)
+        posting_terms = np.repeat(np.arange(n_terms, dtype=np.int32), np.diff(indptr))
+        k1, b = params.k1, params.b
+        # Blocks bound the float64 temporaries (several per posting) to a few MiB each.
+        for lo in range(0, postings.shape[0], _WEIGHT_BLOCK):
+            hi = lo + _WEIGHT_BLOCK
+            f = tf[lo:hi].astype(np.int64)
+            dl = doc_lengths[postings[lo:hi]]
             # Same expression and evaluation order as BM25Okapi.get_scores, for bitwise-equal scores.
-            weights = np.repeat(idf, np.diff(indptr)) * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+            weights[lo:hi] = idf[posting_terms[lo:hi]] * (f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)))
+        del posting_terms, tf
         return cls(
             vocabulary=list(term_ids),
             indptr=indptr,

@@ -110,6 +110,9 @@ class HybridRetriever:
     ) -> list[ScoredChunk]:
         """Top ``k`` chunks for ``query`` in ``mode``; scores are BM25, cosine or RRF scores.
 
+        BM25 only returns chunks containing a query term, so "bm25" (and "hybrid" on an empty dense
+        index) can return fewer than ``k`` results.
+
         ``query_tokens`` / ``query_vector`` skip the analysis / encoding of ``query`` (the model is
         loaded lazily otherwise). Raises ``ValueError`` for an unknown mode or a missing index.
         """

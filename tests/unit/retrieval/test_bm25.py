@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
+from services.retrieval import bm25 as bm25_module
 from services.retrieval.bm25 import BM25Index, BM25Params, bm25_fingerprint, load_or_build_bm25
 from services.retrieval.text import analyzer_for, get_analyzer
 
@@ -127,6 +128,12 @@ def test_seeded_random_corpus_matches_rank_bm25() -> None:
     corpus = [rng.choices(vocab, weights, k=rng.randint(0, 60)) for _ in range(600)]
     queries = [[*rng.choices(vocab, k=rng.randint(1, 8)), "absent"] for _ in range(40)]
     assert_same_as_rank_bm25(corpus, queries, BM25Params())
+
+
+def test_blockwise_weights_match_rank_bm25(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25_module, "_WEIGHT_BLOCK", 7)
+    fr = analyzer_for("fr")
+    assert_same_as_rank_bm25([fr(t) for t in FRENCH], [fr(q) for q in FR_QUERIES], BM25Params())
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,0 +1,496 @@
+"""Retrieval benchmark: BM25 build/query cost, dense and hybrid latency, rank-bm25 comparison, encoding.
+
+Not a test. Run from the repository root::
+
+    python bench/retrieval.py                    # 10k, 100k and 1M chunks + MiniLM encoding
+    python bench/retrieval.py --sizes 10k,100k   # fewer sizes
+    python bench/retrieval.py --encode-texts 0   # skip the model
+
+Each corpus size runs in its own subprocess so that memory measurements start from a clean process:
+the peak-memory column is the resident-set high-water mark during the build (``VmHWM``, reset
+through ``/proc/self/clear_refs`` just before) minus the resident set just before the build
+(``VmRSS``). When ``/proc`` is unavailable it falls back to the ``ru_maxrss`` delta, which only sees
+growth beyond the process's previous peak; the output says which method was used.
+
+Corpora are synthetic and French-like: pseudo-words built from French syllables (with accents),
+drawn with Zipf frequencies (exponent 1.05 over 50,000 words) whose 40 most frequent ranks are real
+French stop words. Queries are 2-5 content words of a random chunk plus 1-2 stop words. Dense
+vectors are random unit float32 vectors of dimension 384: the dense and hybrid latencies measure the
+search (matrix product + top-k) and the fusion, not query encoding, which is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from services.retrieval.bm25 import BM25Index  # noqa: E402
+from services.retrieval.dense import DenseIndex  # noqa: E402
+from services.retrieval.fusion import HybridRetriever  # noqa: E402
+from services.retrieval.text import get_analyzer  # noqa: E402
+
+K = 5
+DIM = 384
+VOCAB_SIZE = 50_000
+ZIPF_EXPONENT = 1.05
+SYLLABLES = (
+    "ma ti on re pri cha lé vé ment té ou in eau ca pé son ber dre ve gué tion è ré pa lo mi ra qué "
+    "ein ist bou gre fon dé nou ssi é cor tan lai è au œu vi ni gna teur ai geon"
+).split()
+STOP_WORDS = (
+    "de la le et les des en un du une que est pour qui dans a par plus pas au sur ne se ce il sont "
+    "avec son à ou mais comme aux elle ses nous vous leur été où"
+).split()
+FRENCH_SENTENCES = [
+    "L’abonnement mensuel coûte douze euros et peut être résilié à tout moment depuis l'espace client.",
+    "Les étudiants bénéficient d'une réduction de moitié sur présentation d'un justificatif valide.",
+    "La facture est envoyée par courriel au début de chaque mois et reste disponible en ligne.",
+    "Le paiement par carte bancaire est accepté, tout comme le prélèvement automatique.",
+    "Les colis sont livrés en trois à cinq jours ouvrés en France métropolitaine.",
+    "Un retour est possible sous trente jours ; le remboursement intervient sous quinze jours.",
+    "La garantie couvre les pannes pendant deux ans, mais pas les dommages causés par une chute.",
+    "Le service client répond du lundi au vendredi, de neuf heures à dix-huit heures.",
+    "Les données personnelles sont hébergées en Europe et ne sont jamais revendues à des tiers.",
+    "Le mot de passe doit contenir au moins douze caractères, dont un chiffre et un symbole.",
+    "La réunion du conseil municipal s'est tenue jeudi soir dans la salle des fêtes.",
+    "Les chercheurs ont mesuré la température de l'eau à différentes profondeurs du lac.",
+    "Le musée propose des visites guidées gratuites le premier dimanche de chaque mois.",
+    "La nouvelle ligne de tramway reliera la gare au campus universitaire d'ici deux ans.",
+    "Le rapport annuel souligne une hausse de la fréquentation des bibliothèques publiques.",
+    "Les agriculteurs s'inquiètent de la sécheresse qui menace les récoltes de cet été.",
+    "Le contrat prévoit une période d'essai de trois mois renouvelable une fois.",
+    "L'entreprise a ouvert un second site de production près de Lyon l'année dernière.",
+    "Pour toute réclamation, il convient d'écrire au service concerné en joignant les pièces utiles.",
+    "Le festival accueille chaque année plusieurs milliers de visiteurs venus de toute l'Europe.",
+]
+
+
+# --------------------------------------------------------------------------- measurement helpers
+def _proc_status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _release_free_memory() -> None:
+    gc.collect()
+    # Give freed heap pages back to the OS so that reusing them later shows up as RSS growth.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+class PeakMemory:
+    """Peak and retained resident-memory growth of the enclosed block, in MiB."""
+
+    def __init__(self) -> None:
+        self.method = ""
+        self.mib = 0.0
+        self.retained_mib = 0.0
+
+    def __enter__(self) -> PeakMemory:
+        _release_free_memory()
+        self._before = _proc_status_kib("VmRSS")
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+                f.write("5")  # resets VmHWM to the current RSS
+            self.method = "VmHWM (reset via /proc/self/clear_refs) - VmRSS before"
+        except OSError:
+            self._before = None
+        if self._before is None:
+            self._before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            self.method = "ru_maxrss delta (only growth beyond the previous peak)"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        after = _proc_status_kib("VmHWM") if self.method.startswith("VmHWM") else None
+        if after is None:
+            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        self.mib = max(0, after - int(self._before or 0)) / 1024
+        _release_free_memory()
+        now = _proc_status_kib("VmRSS")
+        if now is not None and self.method.startswith("VmHWM"):
+            self.retained_mib = max(0, now - int(self._before or 0)) / 1024
+
+
+def timed_queries(fn: Callable[[int], object], n: int, warmup: int = 3) -> list[float]:
+    for i in range(min(warmup, n)):
+        fn(i)
+    out = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- corpus generation
+def make_vocabulary(rng: np.random.Generator) -> np.ndarray:
+    words: set[str] = set()
+    stops = set(STOP_WORDS)
+    while len(words) < VOCAB_SIZE - len(STOP_WORDS):
+        word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 5))))
+        if word not in stops:
+            words.add(word)
+    pseudo = sorted(words)
+    rng.shuffle(pseudo)
+    return np.array(STOP_WORDS + pseudo[: VOCAB_SIZE - len(STOP_WORDS)], dtype=object)
+
+
+def _stride(words_per_chunk: int) -> int:
+    return int(words_per_chunk * 1.2)
+
+
+def make_corpus(n_chunks: int, words_per_chunk: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    rng = np.random.default_rng(seed)
+    vocab = make_vocabulary(rng)
+    probs = 1.0 / np.arange(1, VOCAB_SIZE + 1) ** ZIPF_EXPONENT
+    probs /= probs.sum()
+    stride = _stride(words_per_chunk)
+    ids = rng.choice(VOCAB_SIZE, size=n_chunks * stride, p=probs).astype(np.int32)
+    # Chunk lengths vary by +-20% around the target, as real chunks do.
+    lengths = rng.integers(int(words_per_chunk * 0.8), stride + 1, size=n_chunks)
+    offsets = np.arange(n_chunks) * stride
+    texts = [" ".join(vocab[ids[o : o + n]]) for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+    return vocab, ids, texts
+
+
+def make_queries(
+    vocab: np.ndarray, ids: np.ndarray, n_chunks: int, words_per_chunk: int, count: int, seed: int
+) -> list[str]:
+    rng = np.random.default_rng(seed + 1)
+    queries = []
+    for _ in range(count):
+        c = int(rng.integers(n_chunks))
+        start = c * _stride(words_per_chunk)
+        chunk_ids = ids[start : start + int(words_per_chunk * 0.8)]
+        content = np.unique(chunk_ids[chunk_ids >= 100])
+        picked = rng.choice(content, size=min(len(content), int(rng.integers(2, 6))), replace=False)
+        stops = rng.choice(len(STOP_WORDS), size=int(rng.integers(1, 3)))
+        words = [str(vocab[i]) for i in picked] + [STOP_WORDS[i] for i in stops]
+        rng.shuffle(words)
+        queries.append(" ".join(words))
+    return queries
+
+
+# --------------------------------------------------------------------------- size worker
+def run_size(n_chunks: int, args: argparse.Namespace) -> dict[str, Any]:
+    words_per_chunk = 150 if n_chunks <= 100_000 else args.words_at_1m
+    res: dict[str, Any] = {"chunks": n_chunks, "words_per_chunk": words_per_chunk}
+    t0 = time.perf_counter()
+    vocab, ids, texts = make_corpus(n_chunks, words_per_chunk, args.seed)
+    queries = make_queries(vocab, ids, n_chunks, words_per_chunk, args.queries, args.seed)
+    res["generate_s"] = time.perf_counter() - t0
+    log(f"{n_chunks}: corpus generated in {res['generate_s']:.1f}s")
+
+    analyzer = get_analyzer("fr")
+    t0 = time.perf_counter()
+    tokens = [analyzer(t) for t in texts]
+    res["analyze_s"] = time.perf_counter() - t0
+    res["avg_words"] = sum(len(t.split()) for t in texts) / n_chunks
+    res["tokens"] = sum(map(len, tokens))
+    del texts
+    # Freeze the corpus objects so the cyclic GC does not rescan them during every later build.
+    gc.collect()
+    gc.freeze()
+    log(f"{n_chunks}: analysed {res['tokens']:,} tokens in {res['analyze_s']:.1f}s")
+
+    with PeakMemory() as mem:
+        t0 = time.perf_counter()
+        index = BM25Index.from_tokens(tokens, analyzer_config=analyzer.config)
+        res["build_s"] = time.perf_counter() - t0
+    res["build_peak_mib"], res["memory_method"] = mem.mib, mem.method
+    res["build_retained_mib"] = mem.retained_mib
+    res["index_mib"] = index.nbytes / 2**20
+    res["vocabulary"] = len(index.vocabulary)
+    log(f"{n_chunks}: BM25 built in {res['build_s']:.1f}s")
+
+    query_tokens = [analyzer(q) for q in queries]
+    bm25_ms = timed_queries(lambda i: index.search_text(queries[i], K), len(queries))
+    res["bm25_p50_ms"], res["bm25_p95_ms"] = pct(bm25_ms, 50), pct(bm25_ms, 95)
+
+    # rank-bm25 reference, within a time budget.
+    res.update(run_rank_bm25(tokens, query_tokens, index, bm25_ms, args))
+
+    # Dense: synthetic unit vectors, exact search.
+    rng = np.random.default_rng(args.seed + 2)
+    t0 = time.perf_counter()
+    vectors = rng.standard_normal((n_chunks, DIM), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    dense = DenseIndex(vectors, assume_normalized=True)
+    qvecs = rng.standard_normal((len(queries), DIM), dtype=np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    log(f"{n_chunks}: dense vectors ready in {time.perf_counter() - t0:.1f}s")
+    dense_ms = timed_queries(lambda i: dense.search(qvecs[i], K), len(queries))
+    res["dense_p50_ms"], res["dense_p95_ms"] = pct(dense_ms, 50), pct(dense_ms, 95)
+    retriever = HybridRetriever(index, dense)
+    hybrid_ms = timed_queries(
+        lambda i: retriever.retrieve(queries[i], K, "hybrid", query_vector=qvecs[i]), len(queries)
+    )
+    res["hybrid_p50_ms"], res["hybrid_p95_ms"] = pct(hybrid_ms, 50), pct(hybrid_ms, 95)
+    res["hybrid_candidates"] = retriever.candidates
+    return res
+
+
+def run_rank_bm25(
+    tokens: list[list[str]],
+    query_tokens: list[list[str]],
+    index: BM25Index,
+    ours_ms: list[float],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    from rank_bm25 import BM25Okapi
+
+    out: dict[str, Any] = {}
+    sample = tokens[: max(1, len(tokens) // 50)]
+    t0 = time.perf_counter()
+    BM25Okapi(sample)
+    estimate = (time.perf_counter() - t0) * len(tokens) / len(sample)
+    out["ref_build_estimate_s"] = estimate
+    if estimate > args.ref_build_budget:
+        out["ref_skipped"] = f"build estimated at {estimate:.0f}s > budget {args.ref_build_budget:.0f}s"
+        log(f"rank-bm25 skipped: {out['ref_skipped']}")
+        return out
+    with PeakMemory() as mem:
+        t0 = time.perf_counter()
+        ref = BM25Okapi(tokens)
+        out["ref_build_s"] = time.perf_counter() - t0
+    out["ref_build_peak_mib"] = mem.mib
+    out["ref_build_retained_mib"] = mem.retained_mib
+    log(f"rank-bm25 built in {out['ref_build_s']:.1f}s")
+
+    ref_ms: list[float] = []
+    agree = 0
+    max_diff = 0.0
+    deadline = time.perf_counter() + args.ref_query_budget
+    for i, q in enumerate(query_tokens[: args.ref_queries]):
+        if i >= 3 and time.perf_counter() > deadline:
+            break
+        t0 = time.perf_counter()
+        scores = ref.get_scores(q)
+        np.argsort(scores)[::-1][:K]  # what rank_bm25.get_top_n does
+        ref_ms.append((time.perf_counter() - t0) * 1000)
+        # Compare with ties broken by lower index (rank_bm25's argsort order among ties is arbitrary).
+        expected = np.lexsort((np.arange(len(scores)), -scores))[:K].tolist()
+        hits = index.search(q, K, only_matching=False)
+        agree += [h.chunk_idx for h in hits] == expected
+        max_diff = max([max_diff] + [abs(h.score - scores[h.chunk_idx]) for h in hits])
+    n = len(ref_ms)
+    out["ref_queries"] = n
+    out["ref_p50_ms"], out["ref_p95_ms"] = pct(ref_ms, 50), pct(ref_ms, 95)
+    out["speedup_p50"] = pct(ref_ms, 50) / pct(ours_ms[:n], 50)
+    out["speedup_mean"] = float(np.mean(ref_ms) / np.mean(ours_ms[:n]))
+    out["top5_agree"] = f"{agree}/{n}"
+    out["max_score_diff"] = max_diff
+    return out
+
+
+# --------------------------------------------------------------------------- encoding worker
+def run_encoding(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from services.retrieval.dense import SentenceTransformerEncoder
+
+    rng = np.random.default_rng(args.seed + 3)
+    texts = []
+    for _ in range(args.encode_texts):
+        picked = rng.choice(len(FRENCH_SENTENCES), size=int(rng.integers(6, 11)))
+        texts.append(" ".join(FRENCH_SENTENCES[i] for i in picked))
+    encoder = SentenceTransformerEncoder(batch_size=args.batch_size)
+    t0 = time.perf_counter()
+    encoder(["warm-up"])
+    load_s = time.perf_counter() - t0
+    import torch
+
+    t0 = time.perf_counter()
+    vectors = encoder(texts)
+    elapsed = time.perf_counter() - t0
+    single = timed_queries(lambda i: encoder([f"Combien coûte l'abonnement numéro {i} ?"]), 30)
+    return {
+        "texts": len(texts),
+        "avg_words": float(np.mean([len(t.split()) for t in texts])),
+        "batch_size": args.batch_size,
+        "torch_threads": torch.get_num_threads(),
+        "model_load_s": load_s,
+        "encode_s": elapsed,
+        "chunks_per_s": len(texts) / elapsed,
+        "dimension": int(vectors.shape[1]),
+        "query_p50_ms": pct(single, 50),
+        "query_p95_ms": pct(single, 95),
+    }
+
+
+# --------------------------------------------------------------------------- orchestration
+def parse_size(value: str) -> int:
+    value = value.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(value[-1:], 1)
+    return int(float(value.rstrip("km")) * mult)
+
+
+def fmt(value: Any, spec: str = ".1f") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return format(value, spec)
+    return str(value)
+
+
+def label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
+
+
+def print_report(sizes: list[dict[str, Any]], encoding: dict[str, Any] | None, load: list[str]) -> None:
+    print(f"\nRetrieval benchmark - {os.cpu_count()} CPUs, top-k = {K}, Python {sys.version.split()[0]}")
+    print(f"1-min load average at start / end: {' / '.join(load)} (above {os.cpu_count()} = CPUs shared).")
+    if sizes:
+        print(
+            f"Memory: peak = {sizes[0]['memory_method']}; retained = VmRSS after - before; both after"
+            " gc.collect() + malloc_trim(0), in a fresh subprocess per size. arrays = index arrays' nbytes.\n"
+        )
+        header = (
+            "| chunks | words/chunk | tokens | vocab | analyze s | BM25 build s | peak / retained MiB"
+            " | arrays MiB | rank-bm25 build s | rank-bm25 peak / retained MiB |"
+        )
+        print(header)
+        print("|" + "---|" * (header.count("|") - 1))
+        for r in sizes:
+            ref_build = (
+                fmt(r.get("ref_build_s"))
+                if "ref_build_s" in r
+                else f"skipped (~{r['ref_build_estimate_s']:.0f})"
+            )
+            print(
+                f"| {label(r['chunks'])} | {r['avg_words']:.0f} | {r['tokens']:,} | {r['vocabulary']:,} |"
+                f" {fmt(r['analyze_s'])} | {fmt(r['build_s'], '.2f')} |"
+                f" {fmt(r['build_peak_mib'], '.0f')} / {fmt(r['build_retained_mib'], '.0f')} |"
+                f" {fmt(r['index_mib'], '.0f')} | {ref_build} |"
+                f" {fmt(r.get('ref_build_peak_mib'), '.0f')} /"
+                f" {fmt(r.get('ref_build_retained_mib'), '.0f')} |"
+            )
+        print()
+        header = (
+            "| chunks | bm25 p50/p95 ms | dense p50/p95 ms | hybrid p50/p95 ms | rank-bm25 p50/p95 ms |"
+            " speed-up p50 (mean) | top-5 agree | max |score diff| |"
+        )
+        print(header)
+        print("|" + "---|" * (header.count("|") - 1))
+        for r in sizes:
+            ref = (
+                f"{fmt(r['ref_p50_ms'])} / {fmt(r['ref_p95_ms'])} (n={r['ref_queries']})"
+                if "ref_p50_ms" in r
+                else "skipped"
+            )
+            speed = f"{r['speedup_p50']:.0f}x ({r['speedup_mean']:.0f}x)" if "speedup_p50" in r else "-"
+            print(
+                f"| {label(r['chunks'])} | {fmt(r['bm25_p50_ms'], '.2f')} / {fmt(r['bm25_p95_ms'], '.2f')} |"
+                f" {fmt(r['dense_p50_ms'], '.2f')} / {fmt(r['dense_p95_ms'], '.2f')} |"
+                f" {fmt(r['hybrid_p50_ms'], '.2f')} / {fmt(r['hybrid_p95_ms'], '.2f')} | {ref} | {speed} |"
+                f" {r.get('top5_agree', '-')} | {fmt(r.get('max_score_diff'), '.1e')} |"
+            )
+        print(
+            "\nbm25 latency includes query analysis; dense = exact matrix product over synthetic unit vectors"
+            f" + top-k; hybrid = bm25 + dense ({sizes[0]['hybrid_candidates']} candidates each) + RRF, query"
+            " vector given. Speed-up = rank-bm25 get_scores + argsort top-5 vs this index, same queries."
+        )
+        for r in sizes:
+            if r["words_per_chunk"] != 150:
+                print(
+                    f"At {label(r['chunks'])} chunks have ~{r['words_per_chunk']} words instead of ~150 to"
+                    " bound generation/analysis time and memory (rank-bm25 keeps one dict per chunk)."
+                )
+            if r.get("ref_skipped"):
+                print(f"rank-bm25 at {label(r['chunks'])}: {r['ref_skipped']}.")
+    if encoding:
+        e = encoding
+        print(
+            f"\nDense encoding (all-MiniLM-L6-v2, CPU, {e['torch_threads']} torch threads, batch"
+            f" {e['batch_size']}): {e['texts']} French texts of ~{e['avg_words']:.0f} words"
+            f" (truncated at the model's 256 word pieces) in {e['encode_s']:.1f}s ="
+            f" {e['chunks_per_s']:.1f} chunks/s; model load {e['model_load_s']:.1f}s;"
+            f" single-query encoding p50/p95 {e['query_p50_ms']:.1f} / {e['query_p95_ms']:.1f} ms."
+        )
+
+
+def run_worker(argv: list[str]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, *argv], stdout=subprocess.PIPE, text=True, check=True, cwd=ROOT
+    )
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10k,100k,1m", help="comma-separated chunk counts (10k,100k,1m)")
+    parser.add_argument("--queries", type=int, default=200, help="queries per size for our retrievers")
+    parser.add_argument("--ref-queries", type=int, default=50, help="max queries run through rank-bm25")
+    parser.add_argument("--ref-query-budget", type=float, default=45.0, help="seconds of rank-bm25 queries")
+    parser.add_argument(
+        "--ref-build-budget", type=float, default=120.0, help="max estimated rank-bm25 build s"
+    )
+    parser.add_argument("--words-at-1m", type=int, default=60, help="words per chunk above 100k chunks")
+    parser.add_argument("--encode-texts", type=int, default=1000, help="texts to encode (0 skips the model)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write the raw results to this file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker == "encode":
+        print(json.dumps(run_encoding(args)))
+        return
+    if args.worker:
+        print(json.dumps(run_size(int(args.worker), args)))
+        return
+
+    started = time.perf_counter()
+    load = [f"{os.getloadavg()[0]:.1f}"]
+    passthrough = [a for a in sys.argv[1:] if not a.startswith("--json")]
+    if args.json is not None:
+        passthrough = [a for a in passthrough if a != str(args.json)]
+    sizes = []
+    for n in sorted(parse_size(s) for s in args.sizes.split(",") if s.strip()):
+        log(f"size {label(n)} ...")
+        sizes.append(run_worker([*passthrough, "--worker", str(n)]))
+    encoding = run_worker([*passthrough, "--worker", "encode"]) if args.encode_texts > 0 else None
+    load.append(f"{os.getloadavg()[0]:.1f}")
+    print_report(sizes, encoding, load)
+    print(f"\nTotal wall time {time.perf_counter() - started:.0f}s.")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"sizes": sizes, "encoding": encoding}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
