@@ -43,6 +43,16 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+_shared: dict[str, sessionmaker[Session]] = {}
+
+
+def shared_session_factory(url: str) -> sessionmaker[Session]:
+    """One engine per URL per process, for components built from settings alone (the judge cache)."""
+    if url not in _shared:
+        _shared[url] = make_session_factory(make_engine(url))
+    return _shared[url]
+
+
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 

@@ -79,6 +79,8 @@ class JudgeGateway:
         self.session_factory = session_factory
         self.cache = cache and session_factory is not None
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
+        # The same figures per scope (one metric on one output), for per-score tokens and latency.
+        self.scope_usage: dict[tuple[str, str, str], Usage] = defaultdict(Usage)
         self._occurrences: dict[tuple[str, str], int] = defaultdict(int)
         self._lock = threading.Lock()
         self._server: Any = None
@@ -131,8 +133,10 @@ class JudgeGateway:
         safe = metric.replace("/", "_")
         return f"http://127.0.0.1:{self.port}/g/{job}/{safe}/{scope}/v1"
 
-    def usage_for(self, job: int | str, metric: str) -> Usage:
-        return self.usage[(str(job), metric.replace("/", "_"))]
+    def usage_for(self, job: int | str, metric: str, scope: str | None = None) -> Usage:
+        if scope is None:
+            return self.usage[(str(job), metric.replace("/", "_"))]
+        return self.scope_usage[(str(job), metric.replace("/", "_"), scope)]
 
     def fingerprint(self, language: str, library: str, version: str | None) -> dict[str, Any]:
         return {
@@ -148,7 +152,7 @@ class JudgeGateway:
         from starlette.responses import JSONResponse
 
         job, metric, scope = (request.path_params[k] for k in ("job", "metric", "scope"))
-        usage = self.usage[(job, metric)]
+        usages = (self.usage[(job, metric)], self.scope_usage[(job, metric, scope)])
         try:
             body = await request.json()
         except ValueError:
@@ -162,7 +166,8 @@ class JudgeGateway:
         model = self.judge.model or str(body.get("model"))
         base_key = request_key(model, body, 0)
         with self._lock:
-            usage.calls += 1
+            for usage in usages:
+                usage.calls += 1
             occurrence = 0
             if scope != "-":
                 occurrence = self._occurrences[(scope, base_key)]
@@ -171,25 +176,28 @@ class JudgeGateway:
         cached = await asyncio.to_thread(self._cached, key) if self.cache else None
         if cached is not None:
             with self._lock:
-                usage.cache_hits += 1
+                for usage in usages:
+                    usage.cache_hits += 1
             return JSONResponse(cached)
         try:
             response, latency, retries = await self._forward(model, body)
         except JudgeFailure as exc:
             with self._lock:
-                usage.failures += 1
-                usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
+                for usage in usages:
+                    usage.failures += 1
+                    usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
             # 400 is not retried by the openai SDK or litellm: the failure reaches the metric at once.
             return JSONResponse(
                 {"error": {"message": str(exc), "type": "judge_error", "code": exc.cause}}, status_code=400
             )
         tokens = response.get("usage") or {}
         with self._lock:
-            usage.upstream_calls += 1
-            usage.upstream_retries += retries
-            usage.prompt_tokens += int(tokens.get("prompt_tokens") or 0)
-            usage.completion_tokens += int(tokens.get("completion_tokens") or 0)
-            usage.latency_ms += latency
+            for usage in usages:
+                usage.upstream_calls += 1
+                usage.upstream_retries += retries
+                usage.prompt_tokens += int(tokens.get("prompt_tokens") or 0)
+                usage.completion_tokens += int(tokens.get("completion_tokens") or 0)
+                usage.latency_ms += latency
         if self.cache:
             await asyncio.to_thread(self._store, key, model, body, response, tokens, latency)
         return JSONResponse(response)

@@ -122,6 +122,8 @@ class ScoringHandler:
             for name, oids in by_metric.items():
                 resolved = registry.resolve(name, int(job.params.get("k", 5)))
                 adapter = registry.load_adapter(resolved, ctx.settings, language)
+                if hasattr(adapter, "job_id"):
+                    adapter.job_id = str(job.id)  # judge calls are accounted per job and metric
                 config = adapter.config()
                 ckey = config_key(name, config)
                 samples = build_samples(session, oids, resolved.k)
@@ -149,6 +151,14 @@ class ScoringHandler:
                     outcome[f"{name}|{oid}"] = res.error
                 for oid in set(oids) - set(present):
                     outcome[f"{name}|{oid}"] = "missing: the output was deleted"
+                gateway = getattr(adapter, "gateway", None) if hasattr(adapter, "job_id") else None
+                if gateway is not None:
+                    usage = gateway.usage_for(job.id, name).as_dict()
+                    stored = session.get(Job, job.id)
+                    if stored is not None:
+                        judge_usage = dict((stored.summary or {}).get("judge_usage", {}))
+                        judge_usage[name] = usage
+                        stored.summary = {**(stored.summary or {}), "judge_usage": judge_usage}
                 # Each metric's scores are committed as soon as they exist.
                 session.commit()
         return outcome

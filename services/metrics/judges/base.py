@@ -1,0 +1,110 @@
+"""What every LLM-judge adapter shares: the gateway, the judge fingerprint, per-sample concurrency, timeouts
+and the classification of failures into causes ("timeout", "http_500", "malformed_judge_output", ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from services.db import shared_session_factory
+from services.judge.gateway import JudgeGateway, shared_gateway
+from services.metrics.base import BaseAdapter, Sample, SampleScore, package_version
+from services.offline import apply_offline_env
+
+_CODE = re.compile(r"""['"]code['"]:\s*['"]([a-z_0-9]+)['"]""")
+
+
+def classify(exc: BaseException) -> str:
+    """An exception raised while a library scored one sample, as "cause: message"."""
+    text = f"{type(exc).__name__}: {exc}"
+    match = _CODE.search(str(exc))
+    if "judge_error" in text and match:
+        return f"{match.group(1)}: {str(exc)[:300]}"
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        return "timeout: the metric did not finish in time"
+    lowered = text.lower()
+    if isinstance(exc, json.JSONDecodeError | ValueError) or any(
+        w in lowered
+        for w in ("validationerror", "json", "parse", "instructorretryexception", "output_parser")
+    ):
+        return f"malformed_judge_output: {text[:300]}"
+    return f"exception: {text[:300]}"
+
+
+class JudgeAdapter(BaseAdapter):
+    """Subclasses implement ``score_one`` (or override ``compute`` for batch libraries)."""
+
+    library = "judge"
+    #: Whether the library's prompts are run in the dataset's language (else they stay English).
+    translates_prompts = False
+    job_id = "adhoc"
+
+    @property
+    def judge_language(self) -> str:
+        return self.settings.judge.language or self.language
+
+    @property
+    def prompt_language(self) -> str:
+        lang = self.judge_language.split("-")[0]
+        return lang if self.translates_prompts else "en"
+
+    def config(self) -> dict[str, Any]:
+        judge = self.settings.judge
+        return {
+            **super().config(),
+            "judge": {
+                "model": judge.model,
+                "endpoint": judge.host,
+                "language": self.judge_language,
+                "prompts": self.prompt_language,
+                "library_version": package_version(self.spec.package),
+            },
+        }
+
+    @property
+    def gateway(self) -> JudgeGateway:
+        apply_offline_env()
+        return shared_gateway(self.settings.judge, shared_session_factory(self.settings.database_url))
+
+    def scope(self, sample: Sample) -> str:
+        return f"o{sample.output_id}"
+
+    def base_url(self, sample: Sample | None = None) -> str:
+        return self.gateway.base_url(self.job_id, self.spec.name, self.scope(sample) if sample else "-")
+
+    @property
+    def model_name(self) -> str:
+        return self.settings.judge.model or "judge"
+
+    @property
+    def sample_timeout_s(self) -> float:
+        # Generous: a metric makes several calls, each with the gateway's own retries.
+        judge = self.settings.judge
+        return judge.timeout_s * (judge.retries + 1) * 6
+
+    async def score_one(self, sample: Sample) -> SampleScore:
+        raise NotImplementedError
+
+    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+        limit = asyncio.Semaphore(max(1, self.settings.judge.max_concurrency))
+        gateway = self.gateway
+
+        async def one(sample: Sample) -> SampleScore:
+            async with limit:
+                t0 = time.perf_counter()
+                try:
+                    res = await asyncio.wait_for(self.score_one(sample), self.sample_timeout_s)
+                except Exception as exc:
+                    res = SampleScore(error=classify(exc))
+                usage = gateway.usage_for(self.job_id, self.spec.name, self.scope(sample))
+                res.tokens = usage.prompt_tokens + usage.completion_tokens
+                res.latency_ms = (time.perf_counter() - t0) * 1000
+                res.details.setdefault("judge_calls", usage.calls)
+                res.details.setdefault("cache_hits", usage.cache_hits)
+                return res
+
+        return list(await asyncio.gather(*(one(s) for s in samples)))
