@@ -45,6 +45,7 @@ openapi: setup
 bench: setup
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/report.py
+	$(BIN)/python bench/metrics.py
 
 clean:
 	rm -rf $(VENV) var

@@ -4,6 +4,7 @@ emptied after every test, and the app served to a TestClient with its lifespan (
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,38 @@ from services.offline import apply_offline_env
 
 apply_offline_env()
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Network guard: every test fails if anything in this process tries to reach a host other than loopback
+# (telemetry, model hubs, cost maps...). Audit hooks cannot be removed, so one hook records for the session.
+_LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}
+_outbound: list[str] = []
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "socket.connect":
+        address = args[1]
+        host = address[0] if isinstance(address, tuple) else None
+        if isinstance(address, str | bytes):  # a Unix socket (PostgreSQL may use one)
+            return
+        if host not in _LOOPBACK and not str(host).startswith("127."):
+            _outbound.append(f"connect {address!r}")
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+        if isinstance(host, bytes):
+            host = host.decode()
+        if host not in _LOOPBACK and not str(host).startswith("127."):
+            _outbound.append(f"getaddrinfo {host!r}")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def _no_outbound_network() -> Iterator[None]:
+    start = len(_outbound)
+    yield
+    attempts = _outbound[start:]
+    assert not attempts, f"non-loopback network access attempted: {attempts[:5]}"
 
 
 @pytest.fixture(scope="session")
