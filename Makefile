@@ -6,7 +6,7 @@ STAMP := $(VENV)/.ragmeta-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup run serve migrate test test-postgres lint format openapi bench clean
+.PHONY: setup run serve migrate test lint format openapi bench clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,7 @@ bench: setup
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/metrics.py
+	$(BIN)/python bench/report_latency.py
 
 clean:
 	rm -rf $(VENV) var
