@@ -23,7 +23,13 @@ def home(session: SessionDep) -> HTMLResponse:
             " · ".join(f"<a href='/runs/{r.id}/report.html'>{escape(r.name)}</a>" for r in runs)
             or "<span style='color:#777'>no runs yet</span>"
         )
-        items.append(f"<li><b>{escape(ds.name)}</b> ({escape(ds.language)}): reports of runs {links}</li>")
+        pooled = ""
+        if len(runs) > 1:
+            ids = ",".join(str(r.id) for r in runs)
+            pooled = f" · <a href='/report.html?runs={ids}'>all runs pooled</a>"
+        items.append(
+            f"<li><b>{escape(ds.name)}</b> ({escape(ds.language)}): reports of runs {links}{pooled}</li>"
+        )
     datasets = (
         "<ul>" + "".join(items) + "</ul>"
         if items

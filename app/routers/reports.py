@@ -109,30 +109,67 @@ def pooled_report(
     return _report(session, settings, _run_ids(runs), params, format)
 
 
-@router.get(
-    "/runs/{run_id}/report.svg", responses={**responses(404), 200: {"content": {"image/svg+xml": {}}}}
-)
-def report_svg(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
-    report = build_report(session, settings, [run_id], **params.kwargs)
-    return Response(figure.render(report, "svg"), media_type="image/svg+xml")
+def _figure(session: Any, settings: Any, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
+    report = build_report(session, settings, run_ids, **params.kwargs)
+    media = "image/svg+xml" if fmt == "svg" else "image/png"
+    return Response(figure.render(report, "svg" if fmt == "svg" else "png"), media_type=media)
 
 
-@router.get("/runs/{run_id}/report.png", responses={**responses(404), 200: {"content": {"image/png": {}}}})
-def report_png(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
-    report = build_report(session, settings, [run_id], **params.kwargs)
-    return Response(figure.render(report, "png"), media_type="image/png")
-
-
-@router.get("/runs/{run_id}/report.html", responses={**responses(404), 200: {"content": {"text/html": {}}}})
-def report_html(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> HTMLResponse:
-    report: ReportRead = build_report(session, settings, [run_id], **params.kwargs)
+def _page(session: Any, settings: Any, run_ids: list[int], params: ReportParams) -> HTMLResponse:
+    report: ReportRead = build_report(session, settings, run_ids, **params.kwargs)
     svg = figure.render(report, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
+    if len(run_ids) == 1:
+        base, query = f"/runs/{run_ids[0]}/report", "?"
+    else:
+        base, query = "/report", f"?runs={','.join(map(str, run_ids))}&"
     links = {
-        "JSON": f"/runs/{run_id}/report",
-        "CSV": f"/runs/{run_id}/report?format=csv",
-        "PNG": f"/runs/{run_id}/report.png",
-        "scores": f"/runs/{run_id}/scores?format=csv",
+        "JSON": f"{base}{query.rstrip('?&')}",
+        "CSV": f"{base}{query}format=csv",
+        "PNG": f"{base}.png{query.rstrip('?&')}",
         "API docs": "/docs",
     }
     return HTMLResponse(html.render(report, svg, links))
+
+
+_SVG = {**responses(404), 200: {"content": {"image/svg+xml": {}}}}
+_PNG = {**responses(404), 200: {"content": {"image/png": {}}}}
+_HTML = {**responses(404), 200: {"content": {"text/html": {}}}}
+
+
+@router.get("/runs/{run_id}/report.svg", responses=_SVG)
+def report_svg(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
+    """The figure: one row per metric grouped by library, point and CI, zero line, human ceiling."""
+    return _figure(session, settings, [run_id], params, "svg")
+
+
+@router.get("/runs/{run_id}/report.png", responses=_PNG)
+def report_png(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
+    return _figure(session, settings, [run_id], params, "png")
+
+
+@router.get("/runs/{run_id}/report.html", responses=_HTML)
+def report_html(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> HTMLResponse:
+    """The report as one page readable without JavaScript: agreement, figure, tables."""
+    return _page(session, settings, [run_id], params)
+
+
+@router.get("/report.svg", responses=_SVG)
+def pooled_svg(
+    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
+) -> Response:
+    return _figure(session, settings, _run_ids(runs), params, "svg")
+
+
+@router.get("/report.png", responses=_PNG)
+def pooled_png(
+    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
+) -> Response:
+    return _figure(session, settings, _run_ids(runs), params, "png")
+
+
+@router.get("/report.html", responses=_HTML)
+def pooled_html(
+    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
+) -> HTMLResponse:
+    return _page(session, settings, _run_ids(runs), params)

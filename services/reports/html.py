@@ -23,6 +23,19 @@ def _f(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def _p(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _filters(f: dict[str, Any]) -> str:
+    types = ", ".join(f.get("types") or []) or "all question types"
+    answerable = {None: "all questions", True: "answerable questions only", False: "unanswerable only"}
+    ci = "paired BCa bootstrap CIs" if f.get("ci") == "bca" else "Fisher / Fieller CIs"
+    return f"k = {f.get('k')}; {escape(types)}; {answerable.get(f.get('answerable'), 'all questions')}; {ci}"
+
+
 def _corr(c: Corr) -> str:
     if c.estimate is None:
         return f'<span class="muted" title="{escape(c.undefined_reason or "")}">undefined</span>'
@@ -77,7 +90,7 @@ def render(report: ReportRead, svg: str, links: dict[str, str]) -> str:
     ref = report.reference_score
     parts.append(
         f"<p>{ref['n_items']} outputs; human reference = {escape(ref['method'])} of the raters for "
-        f"{ref['n_with_reference']} of them. Filters: {escape(str(report.filters))}. "
+        f"{ref['n_with_reference']} of them. {_filters(report.filters)}. "
         + " · ".join(f"<a href='{escape(u)}'>{escape(t)}</a>" for t, u in links.items())
         + "</p>"
     )
@@ -107,13 +120,13 @@ def render(report: ReportRead, svg: str, links: dict[str, str]) -> str:
             else:
                 verdict = "worse than the best"
             excl = "; ".join(f"{escape(k)}: {v}" for k, v in sorted(m.excluded.items())) or "—"
-            comp = "—" if c is None else f"{_f(c.difference)}, {_f(c.holm_p, 3)}"
+            comp = "—" if c is None else f"{_f(c.difference)}, {_p(c.holm_p)}"
             title = f" title='{escape(c.note)}'" if c and c.note else ""
             parts.append(
                 f"<tr{' class=best' if m.metric == a.best else ''}><td>{escape(m.metric)}"
                 f"{'' if m.higher_is_better else ' (lower is better)'}</td><td>{m.n}</td>"
                 f"<td style='text-align:left'>{excl}</td><td>{_corr(m.pearson)}</td>"
-                f"<td>{_f(m.pearson.p_value, 3)}</td><td>{_corr(m.spearman)}</td><td>{_corr(m.kendall)}</td>"
+                f"<td>{_p(m.pearson.p_value)}</td><td>{_corr(m.spearman)}</td><td>{_corr(m.kendall)}</td>"
                 f"<td{title}>{comp}</td><td>{verdict}</td></tr>"
             )
         parts.append("</table>")

@@ -166,6 +166,9 @@ def test_pooled_runs(client: TestClient) -> None:
     assert report["reference_score"]["n_items"] == 24
     a = next(m for m in report["analyses"][0]["metrics"] if m["metric"] == "external.a")
     assert a["n"] == 24
+    page = client.get("/report.html", params={"runs": f"{run},{run2}"})
+    assert page.status_code == 200 and "n = 24" in page.text
+    assert client.get("/").text.count(f"/report.html?runs={run},{run2}") == 1
     assert client.get("/report", params={"runs": "x"}).status_code == 422
     other = client.post("/datasets", json={"name": "other"}).json()["id"]
     run3 = client.post(f"/datasets/{other}/runs", json={"name": "z"}).json()["id"]
