@@ -165,12 +165,9 @@ def summary(
                 f"       {m.metric:<28} r = {p.estimate:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], n = {m.n}"
             )
     lines.append("  " + RATINGS_NOTE)
-    first = next(iter(run_ids.values()))
-    lines.append(
-        f"Report page: {base_url}/runs/{first}/report.html   (all runs pooled: {base_url}/report?runs="
-        + ",".join(map(str, run_ids.values()))
-        + ")"
-    )
+    ids = ",".join(map(str, run_ids.values()))
+    lines.append(f"Report page (both runs pooled): {base_url}/report.html?runs={ids}")
+    lines.append(f"Landing page: {base_url}/   API docs: {base_url}/docs   Metrics: {base_url}/metrics")
     return "\n".join(lines)
 
 
