@@ -158,3 +158,72 @@ def test_scores_csv_columns(client: TestClient) -> None:
     lines = client.get(f"/runs/{run}/scores", params={"format": "csv"}).text.splitlines()
     assert lines[0] == "output_id,question_id,classic.bleu,classic.bleu.error"
     assert len(lines) == 3
+
+
+def test_bertscore_equals_the_direct_library_call(client: TestClient) -> None:
+    import bert_score
+
+    from services.retrieval.dense import default_model_path
+
+    run, job = scored_run(client, ["classic.bertscore_f1"])
+    assert job["done"] == 2 and job["failed"] == 0
+    rows = rows_by_question(client, run)
+    scorer = bert_score.BERTScorer(model_type=default_model_path(), num_layers=6)
+    _, _, f1 = scorer.score([native_outputs()[0]["answer"]], [REFS["q1"]])
+    assert rows["q1"]["classic.bertscore_f1"] == pytest.approx(float(f1[0]), abs=1e-6)
+    assert rows["q4"]["classic.bertscore_f1"] is None
+    scores = client.get(f"/runs/{run}/scores").json()
+    assert scores["rows"][0]["classic.bertscore_f1"] is not None
+
+
+def test_two_workers_never_take_the_same_item(client: TestClient) -> None:
+    """Several workers on one database share a job's items without processing any twice."""
+    import threading
+
+    from services.metrics import classic
+
+    calls: list[int] = []
+    original = classic.BleuAdapter.compute
+
+    async def counting(self: Any, samples: Any) -> Any:
+        calls.extend(s.output_id for s in samples)
+        return await original(self, samples)
+
+    ds = client.post("/datasets", json={"name": "many"}).json()["id"]
+    client.post(f"/datasets/{ds}/documents", json=[{"external_id": "d", "text": "Some text."}])
+    n = 30
+    client.post(
+        f"/datasets/{ds}/questions",
+        json=[
+            {"external_id": f"q{i}", "question": f"Q{i}?", "reference_answer": f"answer {i}"}
+            for i in range(n)
+        ],
+    )
+    run = make_run(client, ds)
+    client.post(
+        f"/runs/{run}/outputs", json=[{"question_id": f"q{i}", "answer": f"answer {i} !"} for i in range(n)]
+    )
+    job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.bleu"]}).json()
+    app: Any = client.app
+    from services.metrics.scoring import ScoringHandler
+
+    ScoringHandler.batch_size, saved = 1, ScoringHandler.batch_size
+    classic.BleuAdapter.compute = counting  # type: ignore[method-assign]
+    try:
+        workers = [
+            Worker(JobContext(app.state.session_factory, app.state.settings), worker_id=f"w{i}")
+            for i in range(3)
+        ]
+        threads = [threading.Thread(target=w.drain) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        classic.BleuAdapter.compute = original  # type: ignore[method-assign]
+        ScoringHandler.batch_size = saved
+    final = client.get(f"/jobs/{job['id']}").json()
+    assert final["status"] == "done" and final["done"] == n
+    assert len(calls) == n and len(set(calls)) == n  # each output scored exactly once across the workers
+    table = client.get(f"/runs/{run}/scores").json()["rows"]
+    assert len(table) == n and all(r["classic.bleu"] is not None for r in table)
