@@ -9,7 +9,10 @@ COPY requirements.lock /tmp/requirements.lock
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -r /tmp/requirements.lock
 
 FROM python:3.11-slim-bookworm
-RUN useradd --create-home --uid 10001 ragmeta && mkdir /data && chown ragmeta /data
+# WordNet for METEOR's English synonym module, from Debian's packages (never downloaded at run time).
+RUN apt-get update && apt-get install -y --no-install-recommends wordnet-base wordnet-sense-index \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --create-home --uid 10001 ragmeta && mkdir /data && chown ragmeta /data
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 # The source tree is used in place (the migrations live in /app/alembic, found next to services/).
