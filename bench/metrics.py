@@ -121,7 +121,7 @@ def main() -> None:
 
     bp = pairs[: args.bertscore_pairs]
     adapter = load_adapter(resolve("classic.bertscore_f1"), settings, "fr")
-    model, layer = adapter.model, adapter.layer  # type: ignore[attr-defined]
+    model, layer, label = adapter.model, adapter.layer, adapter.model_label  # type: ignore[attr-defined]
     scorer = bert_score.BERTScorer(model_type=model, num_layers=layer, batch_size=64)
     scorer.score(["warm"], ["up"])
     asyncio.run(adapter.score(samples(bp[:2])))
@@ -129,7 +129,7 @@ def main() -> None:
     t_service = timed(lambda: asyncio.run(adapter.score(samples(bp))))
     print(
         f"{'classic.bertscore_f1':<22}{t_direct:>13.2f}s{t_service:>11.2f}s{t_service / t_direct:>8.2f}"
-        f"{len(bp) / t_service:>20.0f}   ({len(bp)} pairs, model {Path(model).name}, layer {layer})"
+        f"{len(bp) / t_service:>20.0f}   ({len(bp)} pairs, model {label}, layer {layer})"
     )
 
     job_overhead(args.job_outputs, pairs)

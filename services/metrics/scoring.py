@@ -153,7 +153,7 @@ class ScoringHandler:
                     outcome[f"{name}|{oid}"] = "missing: the output was deleted"
                 gateway = getattr(adapter, "gateway", None) if hasattr(adapter, "job_id") else None
                 if gateway is not None:
-                    usage = gateway.usage_for(job.id, name).as_dict()
+                    usage = gateway.usage_for(job.id, resolved.spec.name).as_dict()
                     stored = session.get(Job, job.id)
                     if stored is not None:
                         judge_usage = dict((stored.summary or {}).get("judge_usage", {}))

@@ -128,3 +128,22 @@ def test_failures_become_prompt_non_retryable_errors(
     assert u.failures == 1 and u.causes == {cause: 1}
     expected_upstream = 1 if cause == "malformed_response" else 3  # garbage is not retried
     assert len(fake.requests) == expected_upstream
+
+
+def test_identical_concurrent_requests_are_sent_once(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    fake.latency_s = 0.3
+
+    async def same() -> list[httpx.Response]:
+        limits = httpx.Limits(max_keepalive_connections=0)
+        body = {"messages": [{"role": "user", "content": "one prompt"}]}
+        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+            return await asyncio.gather(
+                *(
+                    client.post(gateway.base_url(1, f"metric{i}") + "/chat/completions", json=body)
+                    for i in range(5)
+                )
+            )
+
+    replies = asyncio.run(same())
+    assert {r.json()["choices"][0]["message"]["content"] for r in replies} == {"answer 0"}
+    assert len(fake.requests) == 1
