@@ -1,0 +1,342 @@
+"""Ragas 0.4.3 metrics, computed by Ragas' modern "collections" metrics (``ragas.metrics.collections``).
+
+Each sample gets its own ``AsyncOpenAI`` client pointed at the judge gateway's per-sample URL, wrapped by
+``ragas.llms.llm_factory`` (instructor JSON mode), and the metric's own ``ascore``:
+
+    ragas.faithfulness                  Faithfulness                    2 judge calls
+    ragas.answer_relevancy              AnswerRelevancy(strictness=3)   3 judge calls + local embeddings
+    ragas.factual_correctness:f1        FactualCorrectness(mode="f1")   4 judge calls (recall 4, precision 2)
+    ragas.context_precision             ContextPrecisionWithReference   1 judge call per context
+    ragas.context_recall                ContextRecall                   1 judge call
+
+Language: for a non-English dataset (or ``judge.language``) every prompt of every metric is adapted with
+Ragas' own ``BasePrompt.adapt(language, llm, adapt_instruction=True)``: instructions and few-shot examples
+are translated once by the judge (through the gateway) and kept under
+``<data_dir>/prompts/ragas/<language>/<judge model>/``. No metric keeps English instructions or examples;
+what stays English is Ragas' fixed JSON-format sentence ("Please return the output in a JSON format...")
+and instructor's system message carrying the output schema. If the translation fails, the scores fail
+(set ``RAGMETA_JUDGE__LANGUAGE=en`` to score with the English prompts instead).
+
+Ragas returns no explanation with these metrics; ``details["explanation"]`` lists the judge's verdicts and
+reasons as Ragas parsed them. Answer relevancy uses the local sentence-transformers model
+(``embeddings.model``, else the all-MiniLM-L6-v2 copy shipped with ragmeta).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from services.metrics.base import Sample, SampleScore, in_thread
+from services.metrics.judges.base import JudgeAdapter, classify
+from services.offline import apply_offline_env
+
+_LANGUAGE_NAMES = {
+    "fr": "french",
+    "en": "english",
+    "de": "german",
+    "es": "spanish",
+    "it": "italian",
+    "pt": "portuguese",
+    "nl": "dutch",
+}
+
+_SCALES = {
+    "faithfulness": "0-1: share of the answer's statements the judge found supported by the contexts",
+    "answer_relevancy": (
+        "mean cosine similarity (-1..1, in practice 0-1) between the question and questions generated "
+        "from the answer; 0 when the judge calls every generated question noncommittal"
+    ),
+    "factual_correctness": "0-1, rounded to 2 decimals by Ragas: claim-level {mode} of answer vs reference",
+    "context_precision": "0-1: rank-weighted average precision of the contexts judged useful",
+    "context_recall": "0-1: share of the reference's statements the judge attributed to the contexts",
+}
+
+_NAN_REASONS = {
+    "faithfulness": "the judge extracted no statement from the answer (Ragas returns NaN)",
+    "context_recall": "the judge classified no statement of the reference (Ragas returns NaN)",
+}
+
+_embeddings: dict[str, Any] = {}
+_embeddings_lock = threading.Lock()
+_files_lock = threading.Lock()
+_userid_lock = threading.Lock()
+_userid_ready = False
+
+
+def _quiet_userid() -> None:
+    """Ragas reads its telemetry user id with ``json.load(open(...))`` (the file is never closed) every time
+    it builds a usage event, even with tracking off; the result is cached, so reading it once here with the
+    ResourceWarning silenced keeps that warning out of the scoring itself."""
+    global _userid_ready
+    with _userid_lock:
+        if _userid_ready:
+            return
+        from ragas._analytics import get_userid
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            get_userid()
+        _userid_ready = True
+
+
+def _load_embeddings(path: str) -> Any:
+    with _embeddings_lock:
+        emb = _embeddings.get(path)
+        if emb is None:
+            apply_offline_env()
+            from ragas.embeddings import HuggingFaceEmbeddings
+
+            if not os.path.isdir(path):
+                raise FileNotFoundError(f"embedding model directory not found: {path}")
+            emb = HuggingFaceEmbeddings(model=path, device="cpu", local_files_only=True)
+            _embeddings[path] = emb
+        return emb
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "_"
+
+
+def _examples_dump(examples: Any) -> list[list[dict[str, Any]]]:
+    return [[i.model_dump(mode="json"), o.model_dump(mode="json")] for i, o in examples]
+
+
+def _prompt_dump(prompt: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "language": prompt.language,
+        "instruction": prompt.instruction,
+        "examples": _examples_dump(prompt.examples),
+    }
+    # FactualCorrectness' claim decomposition keeps one example set per (atomicity, coverage).
+    all_examples = getattr(prompt, "_all_examples", None)
+    if isinstance(all_examples, dict):
+        data["all_examples"] = [[list(k), _examples_dump(v)] for k, v in all_examples.items()]
+    return data
+
+
+def _prompt_load(template: Any, data: dict[str, Any]) -> Any:
+    prompt = copy.deepcopy(template)
+
+    def examples(rows: list[list[dict[str, Any]]]) -> list[tuple[Any, Any]]:
+        return [
+            (prompt.input_model.model_validate(i), prompt.output_model.model_validate(o)) for i, o in rows
+        ]
+
+    prompt.language = data["language"]
+    prompt.instruction = data["instruction"]
+    prompt.examples = examples(data["examples"])
+    if "all_examples" in data:
+        prompt._all_examples = {tuple(k): examples(v) for k, v in data["all_examples"]}
+    return prompt
+
+
+def _explain(outputs: list[Any]) -> str:
+    """The judge's verdicts and reasons, one line each, from the structured outputs Ragas parsed."""
+    lines: list[str] = []
+    for out in outputs:
+        data = out.model_dump() if hasattr(out, "model_dump") else {}
+        items = data.get("statements") or data.get("classifications")
+        if isinstance(items, list) and items and isinstance(items[0], dict):
+            for it in items:
+                ok = it.get("verdict", it.get("attributed"))
+                lines.append(f"[{ok}] {it.get('statement', '')} — {it.get('reason', '')}")
+        elif "verdict" in data and "reason" in data:
+            lines.append(f"context verdict [{data['verdict']}] — {data['reason']}")
+        elif "question" in data and "noncommittal" in data:
+            lines.append(f"generated question: {data['question']} (noncommittal={data['noncommittal']})")
+    text = "\n".join(lines)
+    return text if len(text) <= 1000 else text[:999] + "…"
+
+
+class Adapter(JudgeAdapter):
+    library = "ragas"
+    translates_prompts = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._prompts: dict[str, Any] = {}
+        self._embedding_model: Any = None
+
+    # ------------------------------------------------------------------------------------------ identity
+    @property
+    def metric(self) -> str:
+        return str(self.options["metric"]).partition(":")[0]
+
+    @property
+    def embeddings_path(self) -> str:
+        from services.retrieval.dense import default_model_path
+
+        return self.settings.embeddings.model or default_model_path()
+
+    def config(self) -> dict[str, Any]:
+        cfg = {**super().config(), "api": "collections"}
+        if self.metric == "answer_relevancy":
+            path = self.embeddings_path
+            cfg["embeddings"] = path if self.settings.embeddings.model else "all-MiniLM-L6-v2"
+            cfg["strictness"] = int(self.options.get("strictness", 3))
+        if self.metric == "factual_correctness":
+            cfg["mode"] = self.options.get("mode", "f1")
+        return cfg
+
+    def scope(self, sample: Sample) -> str:
+        # The gateway numbers identical requests within a scope (answer relevancy repeats its prompt on
+        # purpose) and keeps those counters for the life of the process. A scope of this job and metric
+        # restarts the numbering at each scoring, so a re-run finds every repeated call in the cache.
+        return _slug(f"j{self.job_id}.{self.spec.name}.o{sample.output_id}")
+
+    # ----------------------------------------------------------------------------------------- the library
+    def _client(self, base_url: str) -> tuple[Any, Any]:
+        import httpx
+        from openai import AsyncOpenAI
+
+        # No keep-alive: pooled connections would outlive this scoring's event loop (LIBRARIES.md 1A).
+        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        # The gateway retries and turns failures into non-retryable 400s: the SDK must not retry again.
+        client = AsyncOpenAI(
+            base_url=base_url,
+            api_key="ragmeta-gateway",
+            http_client=http,
+            max_retries=0,
+            timeout=self.sample_timeout_s,
+        )
+        return client, http
+
+    def _build(self, llm: Any) -> Any:
+        from ragas.metrics import collections as rc
+
+        metric = self.metric
+        if metric == "faithfulness":
+            return rc.Faithfulness(llm=llm)
+        if metric == "answer_relevancy":
+            strictness = int(self.options.get("strictness", 3))
+            return rc.AnswerRelevancy(llm=llm, embeddings=self._embedding_model, strictness=strictness)
+        if metric == "factual_correctness":
+            return rc.FactualCorrectness(llm=llm, mode=self.options.get("mode", "f1"))
+        if metric == "context_precision":
+            return rc.ContextPrecisionWithReference(llm=llm)
+        if metric == "context_recall":
+            return rc.ContextRecall(llm=llm)
+        raise ValueError(f"unknown Ragas metric {metric!r}")
+
+    def _inputs(self, sample: Sample) -> dict[str, Any]:
+        q, a, ref = sample.question, sample.answer or "", sample.reference_answer or ""
+        ctx = list(sample.contexts)
+        by_metric: dict[str, dict[str, Any]] = {
+            "faithfulness": {"user_input": q, "response": a, "retrieved_contexts": ctx},
+            "answer_relevancy": {"user_input": q, "response": a},
+            "factual_correctness": {"response": a, "reference": ref},
+            "context_precision": {"user_input": q, "reference": ref, "retrieved_contexts": ctx},
+            "context_recall": {"user_input": q, "retrieved_contexts": ctx, "reference": ref},
+        }
+        return by_metric[self.metric]
+
+    @staticmethod
+    def _prompt_attrs(metric: Any) -> dict[str, Any]:
+        from ragas.prompt.metrics.base_prompt import BasePrompt
+
+        return {k: v for k, v in vars(metric).items() if isinstance(v, BasePrompt)}
+
+    # ------------------------------------------------------------------------------------ prompt language
+    def _prompt_file(self, prompt: Any) -> Path:
+        blob = json.dumps(_prompt_dump(prompt), sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        name = f"{type(prompt).__module__}.{type(prompt).__qualname__}-{digest}.json"
+        root = self.settings.data_dir / "prompts" / "ragas" / self.prompt_language
+        return root / _slug(self.model_name) / name
+
+    async def _adapt_prompts(self) -> dict[str, Any]:
+        """The metric's prompts in the judge language: read from disk, else translated once by Ragas."""
+        from ragas.llms import llm_factory
+
+        language = _LANGUAGE_NAMES.get(self.prompt_language, self.prompt_language)
+        client, http = self._client(self.base_url(None))
+        try:
+            llm = llm_factory(self.model_name, client=client)
+            adapted: dict[str, Any] = {}
+            for attr, prompt in self._prompt_attrs(self._build(llm)).items():
+                path = self._prompt_file(prompt)
+                if path.is_file():
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                    adapted[attr] = _prompt_load(prompt, data)
+                    continue
+                new = await prompt.adapt(language, llm, adapt_instruction=True)
+                with _files_lock:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                    tmp.write_text(json.dumps(_prompt_dump(new), ensure_ascii=False, indent=1), "utf-8")
+                    os.replace(tmp, path)
+                adapted[attr] = new
+            return adapted
+        finally:
+            await client.close()
+            await http.aclose()
+
+    # ------------------------------------------------------------------------------------------- scoring
+    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+        apply_offline_env()
+        _quiet_userid()
+        if self.metric == "answer_relevancy":
+            try:
+                self._embedding_model = await in_thread(lambda: _load_embeddings(self.embeddings_path))
+            except Exception as exc:
+                err = f"embeddings: cannot load {self.embeddings_path}: {type(exc).__name__}: {exc}"[:2000]
+                return [SampleScore(error=err) for _ in samples]
+        if self.prompt_language != "en":
+            try:
+                self._prompts = await asyncio.wait_for(self._adapt_prompts(), self.sample_timeout_s * 4)
+            except Exception as exc:
+                cause, _, message = classify(exc).partition(": ")
+                err = f"{cause}: adapting the Ragas prompts to {self.prompt_language!r} failed: {message}"
+                return [SampleScore(error=err) for _ in samples]
+        return await super().compute(samples)
+
+    async def score_one(self, sample: Sample) -> SampleScore:
+        from ragas.llms import llm_factory
+
+        inputs = self._inputs(sample)
+        blank = [k for k, v in inputs.items() if isinstance(v, str) and not v.strip()]
+        if blank:
+            return SampleScore(reason=f"empty input for Ragas: {', '.join(blank)}")
+        client, http = self._client(self.base_url(sample))
+        try:
+            llm: Any = llm_factory(self.model_name, client=client)
+            outputs: list[Any] = []
+            generate = llm.agenerate
+
+            async def recording(prompt: str, response_model: Any) -> Any:
+                result = await generate(prompt, response_model)
+                outputs.append(result)
+                return result
+
+            # Ragas keeps the judge's intermediate verdicts to itself; recording them gives the explanation.
+            llm.agenerate = recording
+            metric = self._build(llm)
+            for attr, prompt in self._prompts.items():
+                setattr(metric, attr, prompt)
+            result = await metric.ascore(**inputs)
+        finally:
+            await client.close()
+            await http.aclose()
+        details: dict[str, Any] = {
+            "scale": _SCALES[self.metric].format(mode=self.options.get("mode", "f1")),
+            "prompts": self.prompt_language,
+        }
+        explanation = result.reason or _explain(outputs)
+        if explanation:
+            details["explanation"] = explanation
+        value = result.value
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            why = _NAN_REASONS.get(self.metric, "Ragas returned NaN (nothing the judge could assess)")
+            return SampleScore(reason=why, details=details)
+        return SampleScore(value=float(value), details=details)
