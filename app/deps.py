@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from app.settings import Settings
+from services.db import session_scope
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -17,15 +18,8 @@ def get_settings_dep(request: Request) -> Settings:
 
 
 def get_db(request: Request) -> Iterator[Session]:
-    session: Session = request.app.state.session_factory()
-    try:
+    with session_scope(request.app.state.session_factory) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 # scope="function": commit before the response is sent, so a client that has the answer sees the data.

@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import selectinload
 
 from services.models import Dataset, Document, Passage, Question
+from services.repository import Repository
 
 
-class DatasetRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
+class DatasetRepository(Repository):
     def get(self, dataset_id: int) -> Dataset | None:
         return self.session.get(Dataset, dataset_id)
 
@@ -22,9 +20,6 @@ class DatasetRepository:
 
     def list(self) -> Sequence[Dataset]:
         return self.session.scalars(select(Dataset).order_by(Dataset.id)).all()
-
-    def add(self, obj: object) -> None:
-        self.session.add(obj)
 
     def counts(self, dataset_id: int) -> tuple[int, int, int]:
         docs = self.session.scalar(select(func.count()).where(Document.dataset_id == dataset_id)) or 0
@@ -77,6 +72,3 @@ class DatasetRepository:
             .options(selectinload(Passage.question))
         )
         return self.session.scalars(stmt).all()
-
-    def flush(self) -> None:
-        self.session.flush()

@@ -6,21 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, func, or_, select, update
-from sqlalchemy.orm import Session
 
 from services.models import Job, JobItem, utcnow
+from services.repository import Repository
 
 
-class JobRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add(self, obj: object) -> None:
-        self.session.add(obj)
-
-    def flush(self) -> None:
-        self.session.flush()
-
+class JobRepository(Repository):
     def get(self, job_id: int) -> Job | None:
         return self.session.get(Job, job_id)
 

@@ -6,15 +6,12 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from services.models import JudgeCall
+from services.repository import Repository
 
 
-class JudgeCallRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
+class JudgeCallRepository(Repository):
     def get(self, key: str) -> JudgeCall | None:
         return self.session.scalar(select(JudgeCall).where(JudgeCall.key == key))
 

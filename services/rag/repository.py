@@ -5,15 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from services.models import Document, IndexState
+from services.repository import Repository
 
 
-class IndexRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
+class IndexRepository(Repository):
     def corpus_version(self, dataset_id: int) -> tuple[int, str]:
         """(number of documents, latest change): changes whenever a document is added or edited."""
         n, latest = self.session.execute(

@@ -5,21 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from services.models import Output, Rater, Rating, Rubric
+from services.repository import Repository
 
 
-class RatingRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add(self, obj: object) -> None:
-        self.session.add(obj)
-
-    def flush(self) -> None:
-        self.session.flush()
-
+class RatingRepository(Repository):
     def raters(self) -> dict[str, Rater]:
         return {r.name: r for r in self.session.scalars(select(Rater).order_by(Rater.id))}
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import selectinload
 
 from services.models import Output, Question, Rating, RetrievedChunk, Run
+from services.repository import Repository
 
 
-class RunRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
+class RunRepository(Repository):
     def get(self, run_id: int) -> Run | None:
         return self.session.get(Run, run_id)
 
@@ -25,12 +23,6 @@ class RunRepository:
         if dataset_id is not None:
             stmt = stmt.where(Run.dataset_id == dataset_id)
         return self.session.scalars(stmt).all()
-
-    def add(self, obj: object) -> None:
-        self.session.add(obj)
-
-    def flush(self) -> None:
-        self.session.flush()
 
     def counts(self, run_id: int) -> tuple[int, int]:
         outputs = self.session.scalar(select(func.count()).where(Output.run_id == run_id)) or 0

@@ -5,21 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from services.models import MetricScore, Output
+from services.repository import Repository
 
 
-class ScoreRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add(self, obj: object) -> None:
-        self.session.add(obj)
-
-    def flush(self) -> None:
-        self.session.flush()
-
+class ScoreRepository(Repository):
     def of_runs(self, run_ids: Iterable[int], metrics: Iterable[str] | None = None) -> Sequence[MetricScore]:
         stmt = (
             select(MetricScore)
