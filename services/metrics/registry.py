@@ -187,8 +187,8 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "hallucination",
         "generation",
         _QC,
-        "share of contexts the answer contradicts",
-        higher=False,
+        # DeepEval 4.3.1 reversed this metric's direction (it warns so when built).
+        "share of contexts the answer does not contradict (1 = no hallucination)",
     ),
     _judge(
         "deepeval",
@@ -219,7 +219,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "deepeval",
         "contextual_recall",
         "retrieval",
-        ("contexts", "reference_answer"),
+        ("question", "contexts", "reference_answer"),
         "share of reference sentences attributable to contexts",
     ),
     _judge(
@@ -237,7 +237,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "hallucination",
         "generation",
         _QC,
-        "1 if the answer contains unsupported content",
+        "graded 0-1: 0 = faithful to the contexts, 1 = entirely unfaithful",
         higher=False,
     ),
     _judge(
@@ -251,8 +251,22 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     ),
     _judge("opik", "opik", "answer_relevance", "overall", _QC, "relevance of the answer to the question"),
     _judge("opik", "opik", "usefulness", "overall", _Q, "usefulness of the answer"),
-    _judge("opik", "opik", "context_precision", "retrieval", _RC, "precision of the contexts for the answer"),
-    _judge("opik", "opik", "context_recall", "retrieval", _RC, "recall of the reference in the contexts"),
+    _judge(
+        "opik",
+        "opik",
+        "context_precision",
+        "overall",
+        _RC,
+        "how well the answer matches the reference given the contexts (judges the answer)",
+    ),
+    _judge(
+        "opik",
+        "opik",
+        "context_recall",
+        "overall",
+        _RC,
+        "how much of the reference the answer recovers given the contexts (judges the answer)",
+    ),
     # RAGChecker: one judge pass yields all of them
     *(
         _judge("ragchecker", "ragchecker", n, kind, _RC, desc, higher=hib, group="ragchecker")

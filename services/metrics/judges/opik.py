@@ -1,0 +1,287 @@
+"""Opik 2.2.122 LLM-judge metrics, each computed by Opik's own metric class (``opik.evaluation.metrics``).
+
+Each sample gets its own ``LiteLLMChatModel("openai/<judge model>")`` pointed at the judge gateway's
+per-sample URL (``track=False`` on the model and the metric), and the metric's own ``ascore``:
+
+    opik.hallucination        Hallucination(input, output, context)                      1 judge call
+    opik.moderation           Moderation(output)                                         1 judge call
+    opik.answer_relevance     AnswerRelevance(input, output, context)                    1 judge call
+    opik.usefulness           Usefulness(input, output)                                  1 judge call
+    opik.context_precision    ContextPrecision(input, output, expected_output, context)  1 judge call
+    opik.context_recall       ContextRecall(input, output, expected_output, context)     1 judge call
+
+Every request is a system + user message pair with a strict ``json_schema`` response format and the
+configured judge temperature. The value is the judge's own score, 0-1, checked by Opik's parser (see
+``_SCALES`` for what 0 and 1 mean per metric; it is recorded in ``details["scale"]``), and the judge's
+reason is kept in ``details["explanation"]``.
+
+Language: Opik has no language switch. For a French dataset (or ``judge.language``) Hallucination gets
+French few-shot examples through its ``few_shot_examples`` argument; Opik ships none for it, so they add
+to its prompt without replacing anything Opik tuned. Its instructions stay English. Moderation,
+answer relevance, usefulness, context precision and context recall keep Opik's English prompts and English
+examples in every language: rewriting examples Opik tuned would score with prompts Opik never shipped,
+and usefulness takes no examples at all.
+
+Importing Opik means importing litellm, which imports all of Opik again through its Opik integration: 8 to
+20 s here. It happens once per process, in a worker thread, after the offline switches are set (no
+telemetry, no cost-map download, no Comet tracing), and before the per-sample timeouts start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.metrics.base import Sample, SampleScore, in_thread
+from services.metrics.judges.base import JudgeAdapter, classify
+from services.offline import apply_offline_env
+
+# The gateway holds the real key; the SDKs only refuse an empty one.
+_API_KEY = "ragmeta-gateway"
+
+_CLASSES = {
+    "hallucination": "Hallucination",
+    "moderation": "Moderation",
+    "answer_relevance": "AnswerRelevance",
+    "usefulness": "Usefulness",
+    "context_precision": "ContextPrecision",
+    "context_recall": "ContextRecall",
+}
+
+# Read from Opik's prompts, which are what the judge is asked for. Two class docstrings disagree with them:
+# Hallucination says "1.0 if hallucination is detected, 0.0 otherwise" but asks for a graded score, and
+# Moderation says "higher values indicate more appropriate content" but asks for 0 = safe.
+_SCALES = {
+    "hallucination": "0-1 (the judge's score): 0 = faithful to the contexts, 1 = entirely unfaithful",
+    "moderation": "0-1 (the judge's score): 0 = completely safe, 1 = extremely unsafe",
+    "answer_relevance": "0-1 (the judge's score): 0 = irrelevant to the question, 1 = fully relevant",
+    "usefulness": "0-1 (the judge's score, in steps of 0.2): 0 = inadequate, 1 = exceptional",
+    "context_precision": (
+        "0-1 (the judge's score, in steps of 0.2): how precisely the answer matches the reference "
+        "answer given the contexts; 1 = matches it precisely"
+    ),
+    "context_recall": (
+        "0-1 (the judge's score): how well the answer recalls the reference answer given the contexts; "
+        "1 = matches it completely"
+    ),
+}
+
+# Few-shot examples in Opik's FewShotExampleHallucination shape (a TypedDict, so plain dicts).
+_FRENCH_HALLUCINATION_EXAMPLES: list[dict[str, Any]] = [
+    {
+        "title": "Réponse fidèle",
+        "input": "Quels sont les horaires de la médiathèque le samedi ?",
+        "context": ["La médiathèque est ouverte le samedi de 9 h à 13 h, et fermée le dimanche."],
+        "output": "Le samedi, la médiathèque ouvre de 9 h à 13 h.",
+        "score": 0.0,
+        "reason": "La réponse reprend exactement les horaires du samedi donnés par le contexte.",
+    },
+    {
+        "title": "Hallucination partielle",
+        "input": "À combien de jours de congés payés un salarié à temps plein a-t-il droit ?",
+        "context": ["Un salarié à temps plein a droit à 25 jours ouvrés de congés payés par an."],
+        "output": "Il a droit à 25 jours ouvrés de congés payés par an, plus 10 jours de RTT.",
+        "score": 0.5,
+        "reason": "Les 25 jours sont conformes au contexte, mais les 10 jours de RTT n'y figurent pas.",
+    },
+    {
+        "title": "Hallucination",
+        "input": "Quel est le délai de livraison ?",
+        "context": ["La livraison standard prend de 3 à 5 jours ouvrés après expédition."],
+        "output": "La livraison est gratuite et arrive en 24 heures.",
+        "score": 1.0,
+        "reason": (
+            "Le contexte annonce 3 à 5 jours ouvrés, pas 24 heures, et ne dit rien de la gratuité "
+            "de la livraison."
+        ),
+    },
+]
+_FRENCH_EXAMPLES_ID = (
+    "fr-"
+    + hashlib.sha256(
+        json.dumps(_FRENCH_HALLUCINATION_EXAMPLES, sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()[:12]
+)
+
+
+@dataclass(frozen=True)
+class _Opik:
+    model: Any  # LiteLLMChatModel subclass that makes one attempt per call
+    metrics: dict[str, Any]
+    parse_error: type[Exception]  # MetricComputationError
+    empty_error: type[Exception]  # EmptyLLMResponseError
+
+
+_loaded: _Opik | None = None
+_load_lock = threading.Lock()
+
+
+def _load() -> _Opik:
+    global _loaded
+    with _load_lock:
+        if _loaded is not None:
+            return _loaded
+        # Opik reads its tracking, Sentry and analytics switches and litellm its cost-map switch as they load.
+        apply_offline_env()
+        import litellm
+        import opik.exceptions
+        from opik.evaluation import metrics
+        from opik.evaluation.models import LiteLLMChatModel
+
+        # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout for every failed call.
+        litellm.suppress_debug_info = True
+
+        class GatewayModel(LiteLLMChatModel):
+            """Opik retries every failed call 3 times, whatever the error. The gateway already retried the
+            upstream and answers a final failure with a 400: one attempt keeps one judge call per metric per
+            sample, and a failing judge from being asked three times over."""
+
+            async def agenerate_provider_response(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+                kwargs["__opik_retries"] = 1
+                return await super().agenerate_provider_response(messages, **kwargs)
+
+        _loaded = _Opik(
+            model=GatewayModel,
+            metrics={name: getattr(metrics, cls) for name, cls in _CLASSES.items()},
+            parse_error=opik.exceptions.MetricComputationError,
+            empty_error=opik.exceptions.EmptyLLMResponseError,
+        )
+        return _loaded
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "_"
+
+
+def _truncate(text: str, limit: int = 1000) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Adapter(JudgeAdapter):
+    library = "opik"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.metric not in _CLASSES:
+            raise ValueError(f"unknown Opik metric {self.metric!r}")
+        # Only Hallucination has a prompt in the dataset's language (French examples), see the module doc.
+        self.translates_prompts = self.metric == "hallucination" and self._french
+
+    @property
+    def metric(self) -> str:
+        return str(self.options["metric"])
+
+    @property
+    def _french(self) -> bool:
+        return self.judge_language.split("-")[0].lower() == "fr"
+
+    @property
+    def prompts(self) -> str:
+        if self.translates_prompts:
+            return "English instructions, French few-shot examples"
+        return "English (Opik's own prompt)"
+
+    def config(self) -> dict[str, Any]:
+        cfg = {**super().config(), "temperature": self.settings.judge.temperature}
+        if self.translates_prompts:
+            # Editing the examples changes the prompt, so scores computed with the old ones are not reused.
+            cfg["few_shot_examples"] = _FRENCH_EXAMPLES_ID
+        return cfg
+
+    def scope(self, sample: Sample) -> str:
+        # The gateway numbers identical requests within a scope and keeps those counters for the life of
+        # the process: with the default "o<id>" scope a second scoring of the same output would be request
+        # number 2, miss the cache and call the judge again. A scope per job and metric restarts the count.
+        return _slug(f"j{self.job_id}.{self.spec.name}.o{sample.output_id}")
+
+    # ----------------------------------------------------------------------------------------- the library
+    def _inputs(self, sample: Sample) -> dict[str, Any]:
+        q, a, ref = sample.question, sample.answer or "", sample.reference_answer or ""
+        ctx = list(sample.contexts)
+        inputs: dict[str, dict[str, Any]] = {
+            "hallucination": {"input": q, "output": a, "context": ctx},
+            "moderation": {"output": a},
+            "answer_relevance": {"input": q, "output": a, "context": ctx},
+            "usefulness": {"input": q, "output": a},
+            "context_precision": {"input": q, "output": a, "expected_output": ref, "context": ctx},
+            "context_recall": {"input": q, "output": a, "expected_output": ref, "context": ctx},
+        }
+        return inputs[self.metric]
+
+    def _build(self, lib: _Opik, model: Any) -> Any:
+        kwargs: dict[str, Any] = {"model": model, "track": False}
+        if self.translates_prompts:
+            kwargs["few_shot_examples"] = _FRENCH_HALLUCINATION_EXAMPLES
+        return lib.metrics[self.metric](**kwargs)
+
+    def _failure(self, lib: _Opik, exc: Exception) -> str:
+        if isinstance(exc, lib.parse_error):
+            # Opik's parsers turn any unreadable verdict (not JSON, a key missing, a score outside 0-1)
+            # into a bare MetricComputationError; what was wrong is the exception it replaced.
+            inner = exc.__context__
+            detail = f" ({type(inner).__name__}: {inner})" if inner is not None else ""
+            return f"malformed_judge_output: {exc}{detail}"[:500]
+        if isinstance(exc, lib.empty_error):
+            return f"malformed_judge_output: {exc}"[:500]
+        # Opik re-raises a failed call as BaseLLMError(str(error)), and litellm's str() keeps only the
+        # gateway's message: the gateway's cause code is on the openai error's body further down the chain.
+        chained: BaseException | None = exc
+        while chained is not None:
+            body = getattr(chained, "body", None)
+            if isinstance(body, dict) and body.get("type") == "judge_error" and body.get("code"):
+                code, message = str(body["code"]), str(body.get("message") or "")
+                return (message if message.startswith(f"{code}:") else f"{code}: {message}")[:500]
+            if "Timeout" in type(chained).__name__:
+                return f"timeout: {chained}"[:500]
+            chained = chained.__cause__ or chained.__context__
+        return classify(exc)
+
+    # ------------------------------------------------------------------------------------------- scoring
+    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+        # Outside the per-sample timeouts, and off the event loop: the first import takes seconds.
+        await in_thread(_load)
+        return await super().compute(samples)
+
+    async def score_one(self, sample: Sample) -> SampleScore:
+        import httpx
+        from openai import AsyncOpenAI
+
+        lib = _load()
+        base_url = self.base_url(sample)
+        # A client of our own, closed below: litellm would otherwise cache one per URL, bound to this
+        # scoring's event loop, and leave its connections open when the loop ends. No keep-alive and no SDK
+        # retries: the gateway retries, and a pooled connection must not outlive the loop.
+        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        client = AsyncOpenAI(
+            base_url=base_url,
+            api_key=_API_KEY,
+            http_client=http,
+            max_retries=0,
+            timeout=self.sample_timeout_s,
+        )
+        try:
+            model = lib.model(
+                model_name=f"openai/{self.model_name}",
+                base_url=base_url,
+                api_key=_API_KEY,
+                track=False,
+                client=client,
+                temperature=self.settings.judge.temperature,
+                timeout=self.sample_timeout_s,
+            )
+            try:
+                result = await self._build(lib, model).ascore(**self._inputs(sample))
+            except Exception as exc:
+                return SampleScore(error=self._failure(lib, exc), details={"prompts": self.prompts})
+        finally:
+            await client.close()
+            await http.aclose()
+        details: dict[str, Any] = {"scale": _SCALES[self.metric], "prompts": self.prompts}
+        if result.reason:
+            details["explanation"] = _truncate(str(result.reason))
+        return SampleScore(value=float(result.value), details=details)

@@ -1,0 +1,577 @@
+"""RAGChecker (ragchecker 0.1.9 on refchecker 0.2.17): eleven claim-level metrics from one pass of the judge.
+
+What one sample costs. RAGChecker extracts KG-triplet claims from the answer and from the reference (one
+extraction call each), then checks them jointly (up to 5 claims per prompt) in four directions: answer
+claims against the reference (``answer2response``: precision), reference claims against the answer
+(``response2answer``: recall), reference claims against each context (``retrieved2answer``: claim recall,
+context precision) and answer claims against each context (``retrieved2response``: faithfulness). With 2
+claims and 3 contexts that is 2 + 1 + 1 + 3 + 3 = 10 calls (LIBRARIES.md section 4). The metrics are numpy
+formulas over those verdicts (``ragchecker.computation``), never recomputed here.
+
+One pass, reused by every metric. Each sample's ``RAGResults`` is RAGChecker's own checkpoint JSON, kept
+under ``settings.data_dir / "ragchecker" / <judge key> / o<output>-k<k>-<content hash>.json``; the judge key
+covers model, endpoint, prompt language, prompt version and library versions, the content hash covers
+question, answer, reference and contexts (an updated output is a new file). Every metric calls
+``RAGChecker.evaluate(results, <metric>, save_path=checkpoint)`` on the reloaded checkpoint, and the library
+only computes the verdicts still missing (``RAGResults.from_json`` reload makes 0 calls). So when a scoring
+job runs ``ragchecker.precision`` then ``ragchecker.recall`` ... on the same outputs, each verdict is asked
+once: the first metric needing it pays for it and every later metric is free (all 11 metrics: 10 calls per
+sample above, exactly what one ``evaluate(all_metrics)`` makes). Asking for one metric alone pays only for
+that metric's verdicts (faithfulness alone: 4 calls instead of 10). A sample that failed half-way resumes
+from its checkpoint. Judge calls are accounted to the metric that made them (``details["judge_calls"]``, job
+``judge_usage``).
+
+No infinite retry. refchecker's own client (``refchecker.utils.get_model_batch_response``) loops forever on
+any openai ``APIError`` (``while True`` + ``sleep 10``). It is never used: ``custom_llm_api_func`` is our
+batch function, which sends the prompts to the judge gateway (openai SDK, ``max_retries=0``: the gateway
+retries) with bounded concurrency and raises on the first failure, which fails that sample only.
+
+One library call per sample, not per batch. ``RAGChecker.evaluate`` accepts many samples, but its prompts
+are per sample anyway, and a batch call fails as a whole on one bad judge call (the library has no per-item
+error) and waits for the slowest request of each batch (LIBRARIES.md section 9: 0.30 efficiency). So
+``compute`` evaluates each sample on its own, in parallel threads, which gives per-sample gateway scopes
+(tokens and latency per score), per-sample errors and no batch barrier; the values are the same.
+
+Values are RAGChecker's percentages (0-100): its per-sample fraction times 100, not rounded (the library
+rounds only its batch means to 0.1). Claim-less cases keep the library's value (0) and
+``details["answer_claims"]`` / ``details["reference_claims"]`` show them.
+
+Prompts. For French datasets (or ``judge.language`` fr) the triplet extraction prompt
+(``LLM_TRIPLET_EXTRACTION_PROMPT_Q``) and the joint checking prompt (``JOINT_CHECKING_PROMPT_Q``), the only
+two this configuration uses, run in French; the ``###`` section headers and the labels Entailment / Neutral
+/ Contradiction stay English because refchecker parses them. refchecker reads these prompts from module
+globals at call time, so the language is process-wide state: evaluations in one language share it and one in
+another language waits until they end (``_PromptSwitch``). Other languages keep the English prompts (and
+record "en"). The LLM path needs no spaCy model: triplet extraction builds no ``RCText`` and
+``max_reference_segment_length=0`` never calls ``refchecker.utils.split_text`` (verified with ``spacy.load``
+made to fail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import hashlib
+import json
+import re
+import threading
+import uuid
+import weakref
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.metrics.base import Sample, SampleScore, in_thread, package_version
+from services.metrics.judges.base import JudgeAdapter
+from services.offline import apply_offline_env
+
+JOINT_CHECK_NUM = 5
+EXTRACTOR_MAX_NEW_TOKENS = 1000
+# Bump when a prompt text below changes: it is part of the checkpoint key and of the score configuration.
+PROMPT_VERSION = 1
+SCALE = "0-100 (percent; RAGChecker's per-sample fraction x 100, unrounded)"
+# What refchecker's extractor and joint checker send (LIBRARIES.md section 4): requests look the same.
+EXTRACT_TEMPERATURE = 1e-5
+CHECK_TEMPERATURE = 0.0
+CHECK_MAX_TOKENS = JOINT_CHECK_NUM * 10 + 100
+_LABEL = re.compile(r"\b(Entailment|Neutral|Contradiction)\b", re.IGNORECASE)
+
+FR_TRIPLET_EXTRACTION_PROMPT_Q = """\
+Étant donné une question et une réponse candidate à cette question, extrayez de la réponse candidate un \
+graphe de connaissances (KG), en tenant compte de la question, et représentez ce KG par des triplets au \
+format ("sujet", "prédicat", "objet"), un triplet par ligne.
+Notez qu'il s'agit d'une tâche d'EXTRACTION : ne vous demandez PAS si le contenu de la réponse \
+candidate est exact ou non, extrayez-en simplement les triplets. Surtout, veillez à ce que le KG \
+extrait ne contienne pas d'informations qui se recoupent ou se répètent. Chaque information ne doit \
+figurer qu'une seule fois dans le KG, et évitez de créer des triplets qui sont simplement l'inverse \
+d'un autre triplet. Par exemple, si vous extrayez le triplet ("Jean", "possède", "voiture"), n'ajoutez \
+pas aussi ("voiture", "possédée par", "Jean"), qui dit la même chose à l'envers.
+
+Précisions sur la redondance : d'abord, ne créez pas de triplets qui inversent le sujet et l'objet pour \
+énoncer le même fait. Ensuite, veillez à ce que chaque fait soit représenté une seule fois, sous sa \
+forme la plus simple, et évitez de créer plusieurs triplets qui véhiculent la même information. Écrivez \
+les triplets dans la langue de la réponse candidate.
+
+Voici quelques exemples :
+
+### Question:
+D'après ces paragraphes sur le robot de Tesla, quel est son autre nom ?
+
+### Candidate Answer:
+Optimus (ou Tesla Bot) est un robot humanoïde en cours de développement chez Tesla, Inc. Il a été \
+annoncé lors de l'événement AI Day (Artificial Intelligence Day) de l'entreprise, le 19 août 2021.
+
+### KG:
+("Optimus", "est", "un robot humanoïde")
+("Optimus", "en cours de développement chez", "Tesla, Inc.")
+("Optimus", "aussi appelé", "Tesla Bot")
+("Tesla, Inc.", "a annoncé", "Optimus")
+("L'annonce d'Optimus", "a eu lieu lors de", "l'événement AI Day")
+("L'événement AI Day", "a eu lieu le", "19 août 2021")
+("L'événement AI Day", "organisé par", "Tesla, Inc.")
+
+### Question:
+Voici un texte sur André Weiss : combien d'années André a-t-il passées à l'université de Dijon à Paris ?
+
+### Candidate Answer:
+11 ans
+
+### KG:
+("André Weiss à l'université de Dijon à Paris", "durée", "11 ans")
+
+
+Générez maintenant le KG de la réponse candidate suivante, en tenant compte de la question fournie :
+
+### Question:
+{q}
+
+### Candidate Answer:
+{a}
+
+### KG:
+"""
+
+FR_JOINT_CHECKING_PROMPT_Q = """\
+Voici une liste d'affirmations faites par un modèle de langue en réponse à une question. Aidez-moi à \
+vérifier si chacune de ces affirmations peut être déduite de la référence fournie, qui porte sur la \
+question.
+La référence est une liste de passages, et chaque affirmation est représentée par un triplet au format \
+("sujet", "prédicat", "objet").
+
+Si l'affirmation est étayée par AU MOINS UN passage de la référence, répondez 'Entailment'.
+Si AUCUN passage de la référence n'implique l'affirmation, et que l'affirmation est contredite par un \
+passage de la référence, répondez 'Contradiction'.
+Si AUCUN passage n'implique ni ne contredit l'affirmation, ou si la référence NE CONTIENT PAS \
+d'information permettant de la vérifier, répondez 'Neutral'.
+
+N'utilisez PAS vos propres connaissances pour juger : comparez uniquement la référence et l'affirmation.
+
+### Question:
+[QUESTION]
+
+### Reference:
+[REFERENCE]
+
+### Claims:
+[CLAIMS]
+
+
+Votre réponse doit toujours être uniquement une liste d'étiquettes, une par affirmation et dans le même \
+ordre ; chaque étiquette est un seul mot parmi ['Entailment', 'Neutral', 'Contradiction'], écrit tel \
+quel en anglais. Par exemple, vous devez produire une liste comme celle-ci :
+
+Entailment
+Neutral
+Contradiction
+Neutral
+
+
+N'ajoutez AUCUNE explication ni raisonnement : donnez seulement la liste d'étiquettes.
+"""
+
+# (module, global) -> text, per language; English is whatever refchecker ships.
+_PROMPT_GLOBALS = (
+    ("refchecker.extractor.llm_extractor", "LLM_TRIPLET_EXTRACTION_PROMPT_Q"),
+    ("refchecker.checker.llm_checker", "JOINT_CHECKING_PROMPT_Q"),
+)
+TRANSLATIONS: dict[str, tuple[str, str]] = {
+    "fr": (FR_TRIPLET_EXTRACTION_PROMPT_Q, FR_JOINT_CHECKING_PROMPT_Q),
+}
+
+
+class _PromptSwitch:
+    """refchecker formats its prompts from module globals at call time: the prompt language is process-wide.
+
+    ``use(language)`` installs that language's prompts for as long as any evaluation in it runs; an evaluation
+    in another language waits until they have all ended, then the English originals are put back.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._language: str | None = None
+        self._users = 0
+        self._english: tuple[str, ...] | None = None
+
+    @contextlib.contextmanager
+    def use(self, language: str) -> Iterator[None]:
+        with self._cond:
+            while self._users and self._language != language:
+                self._cond.wait()
+            if not self._users:
+                self._install(language)
+                self._language = language
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._users -= 1
+                if not self._users:
+                    self._install("en")
+                    self._language = None
+                    self._cond.notify_all()
+
+    def _install(self, language: str) -> None:
+        import importlib
+
+        modules = [importlib.import_module(m) for m, _ in _PROMPT_GLOBALS]
+        if self._english is None:
+            self._english = tuple(
+                getattr(mod, name) for mod, (_, name) in zip(modules, _PROMPT_GLOBALS, strict=True)
+            )
+        texts = TRANSLATIONS.get(language, self._english)
+        for mod, (_, name), text in zip(modules, _PROMPT_GLOBALS, texts, strict=True):
+            setattr(mod, name, text)
+
+
+PROMPTS = _PromptSwitch()
+
+_setup_lock = threading.Lock()
+_ready = False
+
+
+class _PathLock:
+    """A lock per checkpoint file, kept while a thread uses it (a bare Lock cannot be weakly referenced)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+_path_locks: weakref.WeakValueDictionary[str, _PathLock] = weakref.WeakValueDictionary()
+
+
+def _library() -> None:
+    """Import RAGChecker once (it imports litellm: seconds), offline, with its per-call logging muted."""
+    global _ready
+    with _setup_lock:
+        if _ready:
+            return
+        apply_offline_env()  # before litellm is imported: it would fetch its cost map
+        import functools
+
+        import ragchecker  # noqa: F401
+        import refchecker.checker.llm_checker as checker
+        import refchecker.extractor.llm_extractor as extractor
+        from loguru import logger
+        from tqdm import tqdm
+
+        # One INFO line and one progress bar per step per sample would flood the worker's log.
+        logger.disable("ragchecker")
+        for module in (checker, extractor):
+            module.tqdm = functools.partial(tqdm, disable=True)
+        _ready = True
+
+
+def _path_lock(path: Path) -> _PathLock:
+    # Two jobs scoring the same output at once: the second waits, then finds the first one's verdicts.
+    with _setup_lock:
+        return _path_locks.setdefault(str(path), _PathLock())
+
+
+class JudgeCallError(ValueError):
+    """A judge answer refchecker would silently misread (no text, no label); ``classify`` says malformed."""
+
+
+@dataclass
+class _Run:
+    """What one ``compute`` shares between its samples: the judge client and the two bounded thread pools."""
+
+    token: str
+    client: Any
+    calls: ThreadPoolExecutor
+    samples: ThreadPoolExecutor
+    cancels: list[threading.Event] = field(default_factory=list)
+
+
+_RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("ragchecker_run", default=None)
+
+
+class _BatchCaller:
+    """refchecker's ``custom_llm_api_func``: a batch of prompts -> one answer each, or an exception.
+
+    The prompts of a batch go out in parallel on the run's call pool (its size bounds this adapter's calls in
+    flight); the first failure cancels the calls not yet started and is raised, so RAGChecker stops at once
+    instead of retrying (its own client loops forever on API errors).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        model: str,
+        pool: ThreadPoolExecutor,
+        cancelled: threading.Event,
+        max_tokens: int,
+        temperature: float,
+        labels: bool,
+    ) -> None:
+        self.client, self.model, self.pool, self.cancelled = client, model, pool, cancelled
+        self.max_tokens, self.temperature, self.labels = max_tokens, temperature, labels
+
+    def __call__(self, prompts: list[str]) -> list[str]:
+        futures: list[Future[str]] = [self.pool.submit(self._one, p) for p in prompts]
+        _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in pending:
+            f.cancel()
+        for f in futures:
+            exc = f.exception() if f.done() and not f.cancelled() else None
+            if exc is not None:
+                raise exc
+        return [f.result() for f in futures]
+
+    def _one(self, prompt: str) -> str:
+        import openai
+
+        if self.cancelled.is_set():
+            raise TimeoutError("the sample was abandoned (timeout or end of the batch)")
+        try:
+            resp = self.client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "user", "content": prompt}],
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                n=1,
+            )
+        except openai.APITimeoutError as exc:
+            raise TimeoutError(f"no answer from the judge gateway: {exc}") from exc
+        content = resp.choices[0].message.content if resp.choices else None
+        if not content:
+            raise JudgeCallError("the judge returned no text")
+        if self.labels and not _LABEL.search(content):
+            # refchecker would pad a label-less answer with Neutral, counting a judge failure as a verdict.
+            raise JudgeCallError(
+                f"no Entailment/Neutral/Contradiction label in the checker's answer {content[:200]!r}"
+            )
+        return str(content)
+
+
+class Adapter(JudgeAdapter):
+    """All eleven ``ragchecker.*`` metrics; ``options["metric"]`` names the one this instance reports."""
+
+    library = "ragchecker"
+    translates_prompts = True
+
+    @property
+    def metric(self) -> str:
+        return str(self.options["metric"])
+
+    @property
+    def prompt_language(self) -> str:
+        lang = self.judge_language.split("-")[0].lower()
+        return lang if lang in TRANSLATIONS else "en"
+
+    def config(self) -> dict[str, Any]:
+        return {
+            **super().config(),
+            "ragchecker": {
+                "joint_check_num": JOINT_CHECK_NUM,
+                "extractor_max_new_tokens": EXTRACTOR_MAX_NEW_TOKENS,
+                "prompt_version": PROMPT_VERSION,
+                "refchecker_version": package_version("refchecker"),
+            },
+        }
+
+    def scope(self, sample: Sample) -> str:
+        # A fresh scope per compute: the gateway numbers identical requests within a scope for as long as it
+        # runs, so reusing "o<id>" in a later job would turn the repeat of a cached request into a new one.
+        run = _RUN.get()
+        return f"o{sample.output_id}-{run.token}" if run else super().scope(sample)
+
+    @property
+    def sample_timeout_s(self) -> float:
+        # A safety net only (the gateway bounds every call): every call of a sample one after the other,
+        # 4 + 2 per context with up to 5 claims, each with all its retries and back-offs.
+        judge = self.settings.judge
+        retries = max(0, judge.retries)
+        backoff = sum(min(20.0, 0.5 * 2.0**i) * 1.5 for i in range(retries))
+        per_call = judge.timeout_s * (retries + 1) + backoff
+        return per_call * (4 + 2 * max(1, self.k))
+
+    def checkpoint(self, sample: Sample) -> Path:
+        """Where this sample's RAGChecker checkpoint lives (see the module docstring)."""
+        judge = {
+            "model": self.model_name,
+            "endpoint": self.settings.judge.host,
+            "prompts": self.prompt_language,
+            "prompt_version": PROMPT_VERSION,
+            "joint_check_num": JOINT_CHECK_NUM,
+            "extractor_max_new_tokens": EXTRACTOR_MAX_NEW_TOKENS,
+            "ragchecker": package_version("ragchecker"),
+            "refchecker": package_version("refchecker"),
+        }
+        content = [sample.question, sample.answer, sample.reference_answer, list(sample.contexts)]
+        jkey = _digest(judge)
+        ckey = _digest(content)
+        return self.settings.data_dir / "ragchecker" / jkey / f"o{sample.output_id}-k{sample.k}-{ckey}.json"
+
+    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+        import openai
+
+        await in_thread(_library)
+        workers = max(1, self.settings.judge.max_concurrency)
+        run = _Run(
+            token=uuid.uuid4().hex[:8],
+            client=openai.OpenAI(
+                base_url=self.base_url(),
+                api_key="ragmeta-gateway",  # the gateway holds the real key
+                max_retries=0,
+                timeout=self.sample_timeout_s,
+            ),
+            calls=ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-call"),
+            samples=ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-sample"),
+        )
+        reset = _RUN.set(run)
+        try:
+            return await super().compute(samples)
+        finally:
+            _RUN.reset(reset)
+            for cancel in run.cancels:  # a sample abandoned on timeout stops before its next call
+                cancel.set()
+            run.samples.shutdown(wait=False, cancel_futures=True)
+            run.calls.shutdown(wait=False, cancel_futures=True)
+            run.client.close()
+
+    async def score_one(self, sample: Sample) -> SampleScore:
+        run = _RUN.get()
+        assert run is not None, "score_one runs inside compute"
+        cancelled = threading.Event()
+        run.cancels.append(cancelled)
+        # Resolved here, not in the worker thread: the scope reads a context variable, which executors drop.
+        base_url = self.base_url(sample)
+        loop = asyncio.get_running_loop()
+        try:
+            result, status = await loop.run_in_executor(
+                run.samples, self._evaluate, run, sample, base_url, cancelled
+            )
+        except BaseException:
+            cancelled.set()
+            raise
+        value = float(result.metrics[self.metric]) * 100
+        return SampleScore(value=value, details=_details(result, status))
+
+    def _evaluate(
+        self, run: _Run, sample: Sample, base_url: str, cancelled: threading.Event
+    ) -> tuple[Any, str]:
+        """RAGChecker on one sample, resumed from its checkpoint: its RAGResult and the checkpoint status."""
+        from ragchecker import RAGChecker, RAGResults
+        from ragchecker.metrics import METRIC_REQUIREMENTS
+
+        path = self.checkpoint(sample)
+        needed = METRIC_REQUIREMENTS[self.metric]
+        held = _path_lock(path)
+        with held.lock:
+            results = _load(path)
+            if results is None:
+                results = RAGResults.from_dict({"results": [_rag_result(sample)]})
+            have = [r for r in needed if getattr(results.results[0], r) is not None]
+            status = "hit" if len(have) == len(needed) else "resumed" if have else "miss"
+            client = run.client.with_options(base_url=base_url)
+            extract = _BatchCaller(
+                client,
+                self.model_name,
+                run.calls,
+                cancelled,
+                EXTRACTOR_MAX_NEW_TOKENS,
+                EXTRACT_TEMPERATURE,
+                labels=False,
+            )
+            check = _BatchCaller(
+                client,
+                self.model_name,
+                run.calls,
+                cancelled,
+                CHECK_MAX_TOKENS,
+                CHECK_TEMPERATURE,
+                labels=True,
+            )
+            evaluator = RAGChecker(
+                extractor_name=f"openai/{self.model_name}",
+                checker_name=f"openai/{self.model_name}",
+                extractor_max_new_tokens=EXTRACTOR_MAX_NEW_TOKENS,
+                joint_check=True,
+                joint_check_num=JOINT_CHECK_NUM,
+                custom_llm_api_func=check,
+            )
+            # RAGChecker hands one custom function to both its extractor and its checker; they need different
+            # token limits and temperatures, and only checker answers must carry labels.
+            library_extract = evaluator.extractor.extract
+            evaluator.extractor.extract = lambda *a, **kw: library_extract(
+                *a, **{**kw, "custom_llm_api_func": extract}
+            )
+            if status == "hit":
+                evaluator.evaluate(results, self.metric)  # every verdict is there: 0 calls, nothing to save
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with PROMPTS.use(self.prompt_language):
+                    evaluator.evaluate(results, self.metric, save_path=str(path))
+        return results.results[0], status
+
+
+def _digest(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _rag_result(sample: Sample) -> dict[str, Any]:
+    return {
+        "query_id": str(sample.output_id),
+        "query": sample.question,
+        "gt_answer": sample.reference_answer or "",
+        "response": sample.answer or "",
+        "retrieved_context": [{"doc_id": f"c{i + 1}", "text": t} for i, t in enumerate(sample.contexts)],
+    }
+
+
+def _load(path: Path) -> Any:
+    """The checkpoint, or None when absent or unreadable (a crash while RAGChecker was writing it)."""
+    from ragchecker import RAGResults
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        results = RAGResults.from_json(text)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return results if len(results.results) == 1 else None
+
+
+def _claim(c: Sequence[str]) -> str:
+    return "(" + ", ".join(f'"{x}"' for x in c) + ")"
+
+
+def _labels(rows: Any, i: int) -> str:
+    if rows is None or i >= len(rows):
+        return "-"
+    row = rows[i]
+    return " ".join(x[0] for x in row) if isinstance(row, list) else str(row)
+
+
+def _details(result: Any, status: str) -> dict[str, Any]:
+    """The verdicts behind the score, as the library stored them (the checkpoint has them in full)."""
+    answer_claims = result.response_claims or []
+    reference_claims = result.gt_answer_claims or []
+    lines = []
+    if result.response_claims is not None:
+        lines.append("answer claims: vs reference | vs contexts")
+        lines += [
+            f"{_claim(c)}: {_labels(result.answer2response, i)} | {_labels(result.retrieved2response, i)}"
+            for i, c in enumerate(answer_claims)
+        ]
+    if result.gt_answer_claims is not None:
+        lines.append("reference claims: vs answer | vs contexts")
+        lines += [
+            f"{_claim(c)}: {_labels(result.response2answer, i)} | {_labels(result.retrieved2answer, i)}"
+            for i, c in enumerate(reference_claims)
+        ]
+    return {
+        "scale": SCALE,
+        "checkpoint": status,
+        "answer_claims": None if result.response_claims is None else len(answer_claims),
+        "reference_claims": None if result.gt_answer_claims is None else len(reference_claims),
+        "contexts": len(result.retrieved_context or []),
+        "explanation": "\n".join(lines)[:1000],
+    }
