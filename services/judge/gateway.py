@@ -86,6 +86,8 @@ class JudgeGateway:
         self._occurrences: dict[tuple[str, str, str, str], int] = defaultdict(int)
         # Identical requests arriving together wait for the first one's answer instead of being sent twice.
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # Jobs that asked for fresh answers: the cache is written but not read for them.
+        self.refresh_jobs: set[str] = set()
         self._lock = threading.Lock()
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -177,13 +179,14 @@ class JudgeGateway:
                 occurrence = self._occurrences[(job, metric, scope, base_key)]
                 self._occurrences[(job, metric, scope, base_key)] += 1
         key = base_key if occurrence == 0 else request_key(model, body, occurrence)
-        cached = await asyncio.to_thread(self._cached, key) if self.cache else None
+        use_cache = self.cache and job not in self.refresh_jobs
+        cached = await asyncio.to_thread(self._cached, key) if use_cache else None
         if cached is not None:
             with self._lock:
                 for usage in usages:
                     usage.cache_hits += 1
             return JSONResponse(cached)
-        pending = self._inflight.get(key)
+        pending = self._inflight.get(key) if use_cache else None
         if pending is not None:
             try:
                 response = await asyncio.shield(pending)

@@ -25,17 +25,22 @@ class JudgeCallRepository(Repository):
         completion_tokens: int | None,
         latency_ms: float,
     ) -> None:
-        self.session.add(
-            JudgeCall(
-                key=key,
-                model=model,
-                request=request,
-                response=response,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                latency_ms=latency_ms,
+        existing = self.get(key)
+        if existing is not None:  # a refreshed answer supersedes the cached one
+            existing.response, existing.latency_ms = response, latency_ms
+            existing.prompt_tokens, existing.completion_tokens = prompt_tokens, completion_tokens
+        else:
+            self.session.add(
+                JudgeCall(
+                    key=key,
+                    model=model,
+                    request=request,
+                    response=response,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    latency_ms=latency_ms,
+                )
             )
-        )
         try:
             self.session.commit()
         except IntegrityError:  # the same call answered concurrently: the first stored answer stays

@@ -37,6 +37,10 @@ class ScoringRequest(BaseModel):
     )
     k: int = Field(default=5, ge=1, le=100, description="top k retrieved chunks, recorded with each score")
     recompute: bool = Field(default=False, description="compute again scores already stored")
+    refresh_judge_cache: bool = Field(
+        default=False,
+        description="ask the judge again instead of reusing its cached answers (after malformed output)",
+    )
 
 
 def config_key(full_name: str, config: dict[str, Any]) -> str:
@@ -82,7 +86,13 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
                 skipped += 1
                 continue
             keys.append(f"{name}|{oid}")
-    params = {"run_id": run_id, "metrics": list(adapters), "k": request.k, "recompute": request.recompute}
+    params = {
+        "run_id": run_id,
+        "metrics": list(adapters),
+        "k": request.k,
+        "recompute": request.recompute,
+        "refresh_judge_cache": request.refresh_judge_cache,
+    }
     summary = {"skipped_already_computed": skipped, "outputs": len(outputs), "config_keys": configs}
     return job_read(session, create_job(session, "scoring", params, keys, summary))
 
@@ -124,6 +134,8 @@ class ScoringHandler:
                 adapter = registry.load_adapter(resolved, ctx.settings, language)
                 if hasattr(adapter, "job_id"):
                     adapter.job_id = str(job.id)  # judge calls are accounted per job and metric
+                    if job.params.get("refresh_judge_cache"):
+                        getattr(adapter, "gateway").refresh_jobs.add(str(job.id))  # noqa: B009
                 config = adapter.config()
                 ckey = config_key(name, config)
                 samples = build_samples(session, oids, resolved.k)

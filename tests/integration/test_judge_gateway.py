@@ -147,3 +147,12 @@ def test_identical_concurrent_requests_are_sent_once(gateway: JudgeGateway, fake
     replies = asyncio.run(same())
     assert {r.json()["choices"][0]["message"]["content"] for r in replies} == {"answer 0"}
     assert len(fake.requests) == 1
+
+
+def test_refresh_bypasses_the_cache_and_replaces_the_answer(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    first = ask(gateway.base_url(1, "m"), "x")
+    gateway.refresh_jobs.add("2")
+    fresh = ask(gateway.base_url(2, "m"), "x")
+    assert (first, fresh, len(fake.requests)) == ("answer 0", "answer 1", 2)
+    assert ask(gateway.base_url(3, "m"), "x") == "answer 1"  # later jobs get the refreshed answer
+    assert len(fake.requests) == 2
