@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from app.deps import SessionDep, SettingsDep
@@ -28,14 +28,25 @@ class MetricInfo(BaseModel):
     description: str
     available: bool
     unavailable_reason: str | None
+    prompt_language: str | None = None
 
 
 @router.get("/metrics", response_model=list[MetricInfo])
-def list_metrics(settings: SettingsDep) -> list[MetricInfo]:
-    """Every metric the service knows, whether it can run here, and why not."""
+def list_metrics(
+    settings: SettingsDep,
+    language: str = Query(
+        "fr", description="dataset language: says which judge metrics keep English prompts"
+    ),
+) -> list[MetricInfo]:
+    """Every metric the service knows, whether it can run here and why not, and for judge metrics the
+    language their prompts run in for a dataset of ``language`` (untranslated prompts stay English)."""
     out = []
     for spec in registry.CATALOGUE:
         ok, why = registry.availability(spec, settings)
+        prompt_language = None
+        if spec.needs_judge:
+            adapter = registry.load_adapter(registry.resolve(spec.name), settings, language)
+            prompt_language = str(getattr(adapter, "prompt_language", "en"))
         out.append(
             MetricInfo(
                 name=spec.name,
@@ -50,6 +61,7 @@ def list_metrics(settings: SettingsDep) -> list[MetricInfo]:
                 description=spec.description,
                 available=ok,
                 unavailable_reason=why,
+                prompt_language=prompt_language,
             )
         )
     return out

@@ -149,8 +149,16 @@ def test_metric_catalogue(client: TestClient) -> None:
     assert cat["classic.bleu"]["available"] and cat["classic.bleu"]["library_version"]
     assert not cat["deepeval.hallucination"]["available"]
     assert "no judge configured" in cat["deepeval.hallucination"]["unavailable_reason"]
-    assert cat["deepeval.hallucination"]["higher_is_better"] is False
+    assert cat["opik.hallucination"]["higher_is_better"] is False
     assert cat["ref.word_recall"]["takes_k"] and cat["ref.word_recall"]["kind"] == "retrieval"
+    # the catalogue says which judge metrics keep English prompts for a French dataset
+    assert cat["opik.moderation"]["prompt_language"] == "en"
+    assert cat["ragas.faithfulness"]["prompt_language"] == "fr"
+    assert cat["classic.bleu"]["prompt_language"] is None
+    english = {
+        m["name"]: m["prompt_language"] for m in client.get("/metrics", params={"language": "en"}).json()
+    }
+    assert english["ragas.faithfulness"] == "en"
 
 
 def test_scores_csv_columns(client: TestClient) -> None:
