@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.errors import InvalidItems, ItemError
-from services.models import Output, Question
 from services.ratings.service import RatingTable, rating_table
+from services.runs.repository import RunRepository
 from services.runs.service import get_run
 from services.scores.repository import ScoreRepository
 
@@ -53,16 +52,10 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
             "pooled runs must belong to one dataset",
             [ItemError(None, "runs", f"datasets {sorted(datasets)}")],
         )
-    stmt = (
-        select(Output, Question)
-        .join(Question, Question.id == Output.question_id)
-        .where(Output.run_id.in_(run_ids))
-        .order_by(Output.run_id, Question.id)
-    )
     table = rating_table(session, run_ids)
     refs = table.reference(reference, min_raters)
     items = []
-    for output, question in session.execute(stmt):
+    for output, question in RunRepository(session).outputs_and_questions(run_ids):
         ref = refs.get(output.id)
         if ref is None:
             human, missing = None, "not rated"

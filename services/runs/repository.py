@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
-from services.models import Output, Question, Rating, RetrievedChunk, Run
+from services.models import Dataset, Document, Output, Passage, Question, Rating, RetrievedChunk, Run
 from services.repository import Repository
 
 
@@ -66,3 +66,30 @@ class RunRepository(Repository):
         output.chunks.clear()
         self.session.flush()
         output.chunks.extend(chunks)
+
+    def outputs_with_context(self, output_ids: Sequence[int]) -> list[tuple[Output, Question, Dataset]]:
+        """Outputs with their chunks, question (and passages) and dataset: what a metric sample needs."""
+        stmt = (
+            select(Output, Question, Dataset)
+            .join(Question, Question.id == Output.question_id)
+            .join(Run, Run.id == Output.run_id)
+            .join(Dataset, Dataset.id == Run.dataset_id)
+            .where(Output.id.in_(list(output_ids)))
+            .options(
+                selectinload(Output.chunks), selectinload(Question.passages).selectinload(Passage.document)
+            )
+        )
+        return [(o, q, d) for o, q, d in self.session.execute(stmt)]
+
+    def document_texts(self, document_ids: Iterable[int]) -> dict[int, str]:
+        stmt = select(Document.id, Document.text).where(Document.id.in_(list(document_ids)))
+        return {i: t for i, t in self.session.execute(stmt)}
+
+    def outputs_and_questions(self, run_ids: Sequence[int]) -> list[tuple[Output, Question]]:
+        stmt = (
+            select(Output, Question)
+            .join(Question, Question.id == Output.question_id)
+            .where(Output.run_id.in_(list(run_ids)))
+            .order_by(Output.run_id, Question.id)
+        )
+        return [(o, q) for o, q in self.session.execute(stmt)]
