@@ -18,6 +18,24 @@ from services.offline import apply_offline_env
 _CODE = re.compile(r"""['"]code['"]:\s*['"]([a-z_0-9]+)['"]""")
 
 
+_SSL_CONTEXT: Any = None
+
+
+def gateway_http_client() -> Any:
+    """An httpx.AsyncClient for the loopback gateway, without keep-alive (a pooled connection must not outlive
+    the scoring's event loop). httpx builds an SSL context per client by default, loading the CA bundle each
+    time (~24 ms, measured by bench/judges.py as most of the Ragas and Opik adapters' CPU); the gateway is
+    plain HTTP, so one shared context serves every client (0.07 ms per client)."""
+    import ssl
+
+    import httpx
+
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        _SSL_CONTEXT = ssl.create_default_context()
+    return httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0), verify=_SSL_CONTEXT)
+
+
 def classify(exc: BaseException) -> str:
     """An exception raised while a library scored one sample, as "cause: message"."""
     text = f"{type(exc).__name__}: {exc}"

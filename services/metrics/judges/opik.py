@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.metrics.base import Sample, SampleScore, in_thread
-from services.metrics.judges.base import JudgeAdapter, classify
+from services.metrics.judges.base import JudgeAdapter, classify, gateway_http_client
 from services.offline import apply_offline_env
 
 # The gateway holds the real key; the SDKs only refuse an empty one.
@@ -248,7 +248,6 @@ class Adapter(JudgeAdapter):
         return await super().compute(samples)
 
     async def score_one(self, sample: Sample) -> SampleScore:
-        import httpx
         from openai import AsyncOpenAI
 
         lib = _load()
@@ -256,7 +255,7 @@ class Adapter(JudgeAdapter):
         # A client of our own, closed below: litellm would otherwise cache one per URL, bound to this
         # scoring's event loop, and leave its connections open when the loop ends. No keep-alive and no SDK
         # retries: the gateway retries, and a pooled connection must not outlive the loop.
-        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        http = gateway_http_client()
         client = AsyncOpenAI(
             base_url=base_url,
             api_key=_API_KEY,

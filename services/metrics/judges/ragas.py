@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from services.metrics.base import Sample, SampleScore, in_thread
-from services.metrics.judges.base import JudgeAdapter, classify
+from services.metrics.judges.base import JudgeAdapter, classify, gateway_http_client
 from services.offline import apply_offline_env
 
 _LANGUAGE_NAMES = {
@@ -197,11 +197,10 @@ class Adapter(JudgeAdapter):
 
     # ----------------------------------------------------------------------------------------- the library
     def _client(self, base_url: str) -> tuple[Any, Any]:
-        import httpx
         from openai import AsyncOpenAI
 
         # No keep-alive: pooled connections would outlive this scoring's event loop (LIBRARIES.md 1A).
-        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        http = gateway_http_client()
         # The gateway retries and turns failures into non-retryable 400s: the SDK must not retry again.
         client = AsyncOpenAI(
             base_url=base_url,

@@ -1,0 +1,882 @@
+"""LLM-judge scoring: the service's job path vs each library's own batch API, against one loopback judge.
+
+    python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--skip-libraries]
+
+A loopback OpenAI-compatible test judge (tests/fakellm.py, answers from tests/judgefake.py) answers every
+request after a fixed latency. The same samples (a French demo question, answer and reference with 3 retrieved
+chunks each, stored as an "en" dataset so that no prompt is translated) are scored:
+
+1. by the service: one scoring job with every catalogue metric that needs a judge (Ragas 7, DeepEval 6,
+   Opik 6, RAGChecker 11), drained by a Worker on a temporary SQLite database, all libraries calling the judge
+   through the service's gateway (judge.max_concurrency = --concurrency, retries 1);
+2. by the same job again with ``recompute=True`` (answers from the gateway cache, RAGChecker checkpoints);
+3. by each library's own batch API, one after the other, pointed straight at the judge as a user would, with
+   the concurrency asked where the library has a knob: Ragas legacy ``evaluate`` (RunConfig(max_workers)),
+   DeepEval ``evaluate`` (AsyncConfig(max_concurrent), LocalModel), Opik ``ascore`` under an
+   ``asyncio.Semaphore``, RAGChecker ``evaluate(all_metrics)`` (batch sizes = concurrency) under a timeout.
+
+Ideal wall = judge requests x latency / concurrency; efficiency = ideal / wall. Library imports and model
+loads happen before any timing and are excluded from every wall. By default each judge answer is made
+specific to its request (the sentences the test judge writes get a short digest of the request appended), so
+samples that share a chunk do not send identical follow-up requests by accident; ``--constant-answers``
+keeps the test judge's sentences unchanged. Either way DeepEval's plain-text prompts get the whole example
+JSON (see ``whole_examples``).
+
+Columns: "asked" = calls the libraries made to the service's gateway (identical requests are sent upstream
+once, cached answers are not sent at all); "requests" = requests the judge received; "in flight" = the most it
+had at once; "cpu" = process CPU time, of which "judge" = the test judge's own server thread. Per-library rows
+of the service path are the time spent in each library's adapters (the job scores one metric at a time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from services.offline import apply_offline_env  # noqa: E402
+
+apply_offline_env()
+warnings.simplefilter("ignore")
+
+MODEL = "judge-model"
+API_KEY = "bench-key"
+DECLINED = "Je ne sais pas"
+JUDGE_THREAD = "bench-test-judge"  # the FakeLLM's server thread, renamed when started
+GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gateway.py)
+
+
+# ------------------------------------------------------------------------------------------------ samples
+@dataclass(frozen=True)
+class Item:
+    question: str
+    answer: str
+    reference: str
+    contexts: tuple[str, ...]
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w{4,}", text.lower()))
+
+
+def _extractive(question: str, contexts: tuple[str, ...], used: set[str]) -> str | None:
+    """Two sentences of the contexts sharing the most words with the question (an answer not used yet)."""
+    from services.retrieval import sentence_spans
+
+    sentences = [c[s:e] for c in contexts for s, e in sentence_spans(c)]
+    sentences = [s for s in sentences if len(s.split()) >= 5 and not s.startswith("#")]
+    q = _words(question)
+    ranked = sorted(sentences, key=lambda s: -len(q & _words(s)))
+    for i, first in enumerate(ranked):
+        for second in ranked[i + 1 :]:
+            answer = f"{first} {second}"
+            if answer not in used:
+                return answer
+    return None
+
+
+def demo_items(n: int, n_contexts: int = 3) -> list[Item]:
+    """Distinct samples from data/demo: questions with a reference, the demo runs' retrieved chunks (3 per
+    sample; per question: hybrid ranks 1-3, BM25 ranks 1-3, hybrid ranks 3-5, BM25 ranks 3-5) and the runs'
+    answers, or, where the run declined or the answer is taken, the two best-matching context sentences."""
+    demo = ROOT / "data" / "demo"
+    docs = {d["external_id"]: d["text"] for d in _jsonl(demo / "documents.jsonl")}
+    questions = [q for q in _jsonl(demo / "questions.jsonl") if q.get("reference_answer")]
+    runs = [
+        {r["question_id"]: r for r in _jsonl(demo / "runs" / f"{name}.jsonl")}
+        for name in ("hybrid-extractive", "bm25-extractive")
+    ]
+    items: list[Item] = []
+    answers: set[str] = set()
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for run_index, first in ((0, 0), (1, 0), (0, 2), (1, 2)):
+        for q in questions:
+            out = runs[run_index].get(q["external_id"])
+            spans = (out or {}).get("retrieved", [])[first : first + n_contexts]
+            if out is None or len(spans) < n_contexts:
+                continue
+            contexts = tuple(docs[s["document_id"]][s["start"] : s["end"]].strip() for s in spans)
+            if (q["question"], contexts) in seen:
+                continue
+            answer: str | None = out["answer"]
+            if not answer or answer.startswith(DECLINED) or answer in answers:
+                answer = _extractive(q["question"], contexts, answers)
+            if answer is None:
+                continue
+            seen.add((q["question"], contexts))
+            answers.add(answer)
+            items.append(Item(q["question"], answer, q["reference_answer"], contexts))
+            if len(items) == n:
+                return items
+    raise SystemExit(f"the demo data give only {len(items)} distinct samples; ask for fewer (--samples)")
+
+
+# -------------------------------------------------------------------------------------------------- judge
+def _tag_value(value: Any, tag: str) -> Any:
+    if isinstance(value, str):
+        # Sentences only: verdict words ("yes", "no", "idk") and other short tokens stay as they are.
+        return f"{value} [{tag}]" if " " in value.strip() and len(value) > 12 else value
+    if isinstance(value, list):
+        return [_tag_value(v, tag) for v in value]
+    if isinstance(value, dict):
+        return {k: _tag_value(v, tag) for k, v in value.items()}
+    return value
+
+
+def _tag_text(text: str, tag: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        # RAGChecker's KG triplets: make the subject of each triplet specific to the request.
+        return re.sub(r'^\("([^"]*)"', lambda m: f'("{m.group(1)} {tag}"', text, flags=re.MULTILINE)
+    return json.dumps(_tag_value(data, tag), ensure_ascii=False)
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    decoder, found = json.JSONDecoder(), []
+    for match in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj:
+            found.append(obj)
+    return found
+
+
+def whole_examples(script: Callable[[dict[str, Any], int], Any]) -> Callable[[dict[str, Any], int], Any]:
+    """The test judge, except that a plain-text prompt ending "JSON:" answered with one item of its example's
+    list gets the whole example instead.
+
+    tests/judgefake.py answers a DeepEval prompt with the example object holding the key the prompt names.
+    ContextualRelevancy's prompt names the item key ('verdict') before the list key ('verdicts'), so without
+    ``response_format`` (DeepEval's LocalModel) the answer is a bare verdict and every score fails validation.
+    The service's DeepEval adapter sends a json_schema response format and never meets this.
+    """
+
+    def run(body: dict[str, Any], index: int) -> Any:
+        reply = script(body, index)
+        messages = body.get("messages") or []
+        if not isinstance(reply, dict) or body.get("response_format") or body.get("tools") or not messages:
+            return reply
+        last = messages[-1].get("content")
+        if not isinstance(last, str) or not re.search(r"JSON:\s*$", last):
+            return reply
+        message = reply["choices"][0]["message"]
+        try:
+            answer = json.loads(message.get("content") or "")
+        except ValueError:
+            return reply
+        for example in _objects(last):
+            if any(isinstance(v, list) and answer in v for v in example.values()):
+                for choice in reply["choices"]:
+                    choice["message"]["content"] = json.dumps(example, ensure_ascii=False)
+                break
+        return reply
+
+    return run
+
+
+def request_specific(script: Callable[[dict[str, Any], int], Any]) -> Callable[[dict[str, Any], int], Any]:
+    """The test judge's answer with a digest of the request's messages appended to every sentence it wrote.
+
+    Deterministic (the same request always gets the same answer, so the gateway cache and RAGChecker's
+    checkpoints behave as with a real judge at temperature 0), but two samples sharing a chunk no longer
+    send identical follow-up requests because the judge wrote the same constant claims for both.
+    """
+
+    def run(body: dict[str, Any], index: int) -> Any:
+        reply = script(body, index)
+        if not isinstance(reply, dict):
+            return reply
+        tag = hashlib.sha1(
+            json.dumps(body.get("messages"), sort_keys=True, ensure_ascii=False).encode()
+        ).hexdigest()[:6]
+        for choice in reply.get("choices", []):
+            message = choice.get("message") or {}
+            if isinstance(message.get("content"), str):
+                message["content"] = _tag_text(message["content"], tag)
+            for call in message.get("tool_calls") or []:
+                call["function"]["arguments"] = _tag_text(call["function"]["arguments"], tag)
+        return reply
+
+    return run
+
+
+def thread_cpu(name: str) -> float:
+    """CPU seconds used so far by the live thread of that name (0 when there is none)."""
+    for thread in threading.enumerate():
+        if thread.name == name and thread.ident is not None:
+            try:
+                return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, AttributeError):
+                return 0.0
+    return 0.0
+
+
+@contextlib.contextmanager
+def watching(fake: Any) -> Iterator[dict[str, Any]]:
+    """Within the block: requests the judge received and their max in flight, wall time, process CPU time
+    and the CPU time of the test judge's own server thread (it runs in this process)."""
+    with fake._lock:
+        start = len(fake.requests)
+        fake.max_in_flight = fake.in_flight
+    out: dict[str, Any] = {}
+    t0, c0, j0, g0 = time.perf_counter(), time.process_time(), thread_cpu(JUDGE_THREAD), thread_cpu(GATEWAY)
+    try:
+        yield out
+    finally:
+        out["wall"] = time.perf_counter() - t0
+        out["cpu"] = time.process_time() - c0
+        out["judge_cpu"] = thread_cpu(JUDGE_THREAD) - j0
+        out["gateway_cpu"] = thread_cpu(GATEWAY) - g0 if g0 else thread_cpu(GATEWAY)
+        with fake._lock:
+            out["requests"] = len(fake.requests) - start
+            out["in_flight"] = fake.max_in_flight
+
+
+def forget_requests(fake: Any) -> None:
+    with fake._lock:
+        fake.requests.clear()
+
+
+# ---------------------------------------------------------------------------------------------------- rows
+@dataclass
+class Row:
+    path: str
+    requests: int
+    in_flight: int
+    wall: float
+    cpu: float
+    judge_cpu: float
+    scores: int
+    failed: int
+    asked: int | None = None  # calls the metric code made (to the gateway, for the service path)
+    note: str = ""
+    sub: bool = False
+
+
+@dataclass
+class Bench:
+    latency: float
+    concurrency: int
+    rows: list[Row] = field(default_factory=list)
+    rerun: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def ideal(self, requests: int) -> float:
+        return requests * self.latency / self.concurrency
+
+    def print_table(self) -> None:
+        print(
+            f"{'path':<44}{'asked':>7}{'requests':>9}{'in flight':>10}{'wall s':>9}{'ideal s':>9}"
+            f"{'effic.':>8}{'cpu s':>8}{'judge':>7}{'failed':>11}"
+        )
+        for r in self.rows:
+            name = ("  " if r.sub else "") + r.path
+            eff = self.ideal(r.requests) / r.wall if r.wall > 0 else float("nan")
+            asked = "" if r.asked is None else str(r.asked)
+            print(
+                f"{name:<44}{asked:>7}{r.requests:>9}{r.in_flight:>10}{r.wall:>9.1f}"
+                f"{self.ideal(r.requests):>9.1f}{eff:>8.2f}{r.cpu:>8.1f}{r.judge_cpu:>7.1f}"
+                f"{f'{r.failed}/{r.scores}':>11}"
+            )
+            if r.note:
+                print(f"{'':<4}{r.note}")
+
+
+# ---------------------------------------------------------------------------------------------- warm-up
+def warm_up() -> float:
+    """Import every library and load the embedding model, for both paths, before any timing."""
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        import deepeval.metrics  # noqa: F401
+        import langchain_openai  # noqa: F401
+        import ragas  # noqa: F401
+        import ragchecker  # noqa: F401
+        from langchain_community.embeddings import HuggingFaceEmbeddings  # noqa: F401
+        from opik.evaluation import metrics  # noqa: F401
+
+        from services.metrics.judges import deepeval as de_adapter
+        from services.metrics.judges import opik as opik_adapter
+        from services.metrics.judges import ragas as ragas_adapter
+        from services.metrics.judges import ragchecker as rc_adapter
+        from services.retrieval import default_model_path
+
+        ragas_adapter._load_embeddings(default_model_path())
+        opik_adapter._load()
+        rc_adapter._library()
+        de_adapter._deepeval_metrics()
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------------------------- service
+def service_path(bench: Bench, fake: Any, items: list[Item], tmp: Path) -> None:
+    from sqlalchemy import func, select
+
+    from services.config import JudgeSettings, Settings
+    from services.db import make_engine, make_session_factory, upgrade
+    from services.jobs.worker import JobContext, Worker
+    from services.metrics import registry
+    from services.metrics.judges.base import JudgeAdapter
+    from services.metrics.scoring import ScoringRequest, create_scoring_job
+    from services.models import Dataset, Job, MetricScore, Output, Question, RetrievedChunk, Run
+
+    url = f"sqlite:///{tmp / 'bench.db'}"
+    upgrade(url)
+    factory = make_session_factory(make_engine(url))
+    judge = JudgeSettings(
+        base_url=fake.base_url, model=MODEL, max_concurrency=bench.concurrency, retries=1, timeout_s=60.0
+    )
+    settings = Settings(database_url=url, data_dir=tmp / "data", judge=judge)
+    k = len(items[0].contexts)
+    with factory.begin() as s:
+        ds = Dataset(name="bench-judges", language="en", chunking={})
+        s.add(ds)
+        s.flush()
+        run = Run(dataset_id=ds.id, name="demo-samples", system={})
+        s.add(run)
+        s.flush()
+        for i, it in enumerate(items):
+            q = Question(
+                dataset_id=ds.id,
+                external_id=f"q{i}",
+                question=it.question,
+                reference_answer=it.reference,
+                answerable=True,
+                types=[],
+            )
+            s.add(q)
+            s.flush()
+            out = Output(run_id=run.id, question_id=q.id, answer=it.answer, generator={"kind": "external"})
+            s.add(out)
+            s.flush()
+            for rank, text in enumerate(items[i].contexts, 1):
+                s.add(RetrievedChunk(output_id=out.id, rank=rank, text=text, location="given"))
+        run_id = run.id
+    names = [spec.name for spec in registry.CATALOGUE if spec.needs_judge]
+
+    # Per library: time inside the adapters' ``score``, judge requests and max in flight meanwhile (the
+    # handler scores one metric at a time, so these intervals do not overlap).
+    per_lib: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    original = JudgeAdapter.score
+
+    async def timed_score(self: Any, samples: Any) -> Any:
+        with watching(fake) as seen:
+            result = await original(self, samples)
+        stats = per_lib[self.library]
+        stats["wall"] += seen["wall"]
+        stats["cpu"] += seen["cpu"]
+        stats["judge_cpu"] += seen["judge_cpu"]
+        stats["requests"] += seen["requests"]
+        stats["in_flight"] = max(stats["in_flight"], seen["in_flight"])
+        return result
+
+    def job(recompute: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        per_lib.clear()
+        with watching(fake) as seen:
+            with factory.begin() as s:
+                created = create_scoring_job(
+                    s, settings, run_id, ScoringRequest(metrics=names, k=k, recompute=recompute)
+                )
+            Worker(JobContext(factory, settings)).drain()
+        with factory() as s:
+            stored = s.get(Job, created.id)
+            assert stored is not None
+            info = {
+                "status": stored.status,
+                "total": stored.total,
+                "failed": stored.failed,
+                "usage": dict((stored.summary or {}).get("judge_usage", {})),
+                "no_value": s.scalar(
+                    select(func.count())
+                    .select_from(MetricScore)
+                    .where(MetricScore.job_id == stored.id, MetricScore.value.is_(None))
+                ),
+                "errors": defaultdict(int),
+                "first_error": {},
+            }
+            rows = s.execute(
+                select(MetricScore.metric, MetricScore.error).where(
+                    MetricScore.job_id == stored.id, MetricScore.error.is_not(None)
+                )
+            )
+            for metric, error in rows:
+                lib = metric.split(".", 1)[0]
+                info["errors"][lib] += 1
+                info["first_error"].setdefault(lib, f"{metric}: {error}"[:200])
+        seen["in_flight"] = max([seen["in_flight"]] + [v["in_flight"] for v in per_lib.values()])
+        return seen, info
+
+    JudgeAdapter.score = timed_score  # type: ignore[method-assign]
+    try:
+        first, info = job(recompute=False)
+        libs = {lib: dict(v) for lib, v in per_lib.items()}
+        forget_requests(fake)
+        again, info2 = job(recompute=True)
+        info2["per_lib"] = {lib: dict(v) for lib, v in per_lib.items()}
+    finally:
+        JudgeAdapter.score = original  # type: ignore[method-assign]
+        forget_requests(fake)
+
+    by_lib: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for metric, usage in info["usage"].items():
+        lib = metric.split(".", 1)[0]
+        by_lib[lib]["calls"] += int(usage.get("calls", 0))
+        by_lib[lib]["upstream"] += int(usage.get("upstream_calls", 0))
+        by_lib[lib]["metrics"] += 1
+    asked = sum(v["calls"] for v in by_lib.values())
+    note = (
+        f"job {info['status']}: {info['total']} scores ({len(names)} metrics x {len(items)} outputs), "
+        f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, "
+        f"{sum(v['upstream'] for v in by_lib.values())} sent upstream; gateway thread CPU "
+        f"{first['gateway_cpu']:.1f} s"
+    )
+    bench.rows.append(
+        Row(
+            f"service job, all {len(names)} judge metrics",
+            first["requests"],
+            first["in_flight"],
+            first["wall"],
+            first["cpu"],
+            first["judge_cpu"],
+            info["total"],
+            info["failed"],
+            asked=asked,
+            note=note,
+        )
+    )
+    in_adapters = 0.0
+    for lib in ("ragas", "deepeval", "opik", "ragchecker"):
+        stats = libs.get(lib, {})
+        in_adapters += stats.get("wall", 0.0)
+        bench.rows.append(
+            Row(
+                f"{lib} ({by_lib[lib]['metrics']} metrics)",
+                int(stats.get("requests", 0)),
+                int(stats.get("in_flight", 0)),
+                stats.get("wall", 0.0),
+                stats.get("cpu", 0.0),
+                stats.get("judge_cpu", 0.0),
+                by_lib[lib]["metrics"] * len(items),
+                info["errors"][lib],
+                asked=by_lib[lib]["calls"],
+                note=f"first error: {info['first_error'][lib]}" if lib in info["first_error"] else "",
+                sub=True,
+            )
+        )
+    bench.rows[-1].note += (
+        f"outside the adapters (job planning, claims, sample building, score rows): "
+        f"{first['wall'] - in_adapters:.1f} s"
+    )
+    bench.rerun = (again, info2)
+
+
+# ------------------------------------------------------------------------------------------- libraries
+def ragas_path(items: list[Item], base_url: str, concurrency: int, fake: Any) -> tuple[dict[str, Any], int]:
+    import httpx
+    from langchain_community.embeddings import HuggingFaceEmbeddings
+    from langchain_openai import ChatOpenAI
+    from ragas import EvaluationDataset, RunConfig, SingleTurnSample, evaluate
+    from ragas.embeddings import LangchainEmbeddingsWrapper
+    from ragas.llms import LangchainLLMWrapper
+    from ragas.metrics import (
+        FactualCorrectness,
+        Faithfulness,
+        LLMContextPrecisionWithReference,
+        LLMContextRecall,
+        ResponseRelevancy,
+    )
+
+    from services.retrieval import default_model_path
+
+    def judge() -> Any:  # one wrapper per metric group: the wrapper mutates n/temperature (LIBRARIES.md 1B)
+        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        return LangchainLLMWrapper(
+            ChatOpenAI(model=MODEL, base_url=base_url, api_key=API_KEY, http_async_client=http)
+        )
+
+    embeddings = LangchainEmbeddingsWrapper(HuggingFaceEmbeddings(model_name=default_model_path()))
+    metrics = [
+        Faithfulness(),
+        ResponseRelevancy(llm=judge()),
+        *(FactualCorrectness(mode=m) for m in ("f1", "recall", "precision")),
+        LLMContextPrecisionWithReference(),
+        LLMContextRecall(),
+    ]
+    dataset = EvaluationDataset(
+        samples=[
+            SingleTurnSample(
+                user_input=it.question,
+                response=it.answer,
+                retrieved_contexts=list(it.contexts),
+                reference=it.reference,
+            )
+            for it in items
+        ]
+    )
+    with watching(fake) as seen:
+        result = evaluate(
+            dataset,
+            metrics=metrics,
+            llm=judge(),
+            embeddings=embeddings,
+            run_config=RunConfig(max_workers=concurrency),
+            show_progress=False,
+        )
+    frame = result.to_pandas()
+    failed = 0
+    inputs = {"user_input", "retrieved_contexts", "response", "reference"}
+    values = [v for column in frame.columns if column not in inputs for v in frame[column]]
+    failed += len(items) * len(metrics) - len(values)
+    failed += sum(1 for v in values if v is None or (isinstance(v, float) and math.isnan(v)))
+    return seen, failed
+
+
+def deepeval_path(
+    items: list[Item], base_url: str, concurrency: int, fake: Any, tmp: Path
+) -> tuple[dict[str, Any], int]:
+    from deepeval import evaluate
+    from deepeval.evaluate import AsyncConfig, DisplayConfig, ErrorConfig
+    from deepeval.metrics import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+        FaithfulnessMetric,
+        HallucinationMetric,
+    )
+    from deepeval.models import LocalModel
+    from deepeval.test_case import LLMTestCase
+
+    judge = LocalModel(model=MODEL, base_url=base_url, api_key=API_KEY, temperature=0)
+    classes = (
+        HallucinationMetric,
+        AnswerRelevancyMetric,
+        FaithfulnessMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+    )
+    metrics = [cls(model=judge, threshold=0.5, include_reason=True) for cls in classes]
+    cases = [
+        LLMTestCase(
+            input=it.question,
+            actual_output=it.answer,
+            expected_output=it.reference,
+            retrieval_context=list(it.contexts),
+            context=list(it.contexts),
+        )
+        for it in items
+    ]
+    cwd = Path.cwd()
+    work = tmp / "deepeval-cwd"  # evaluate() writes ./.deepeval/ in the working directory
+    work.mkdir(exist_ok=True)
+    os.chdir(work)
+    try:
+        with watching(fake) as seen, contextlib.redirect_stdout(io.StringIO()):
+            result = evaluate(
+                cases,
+                metrics,
+                async_config=AsyncConfig(max_concurrent=concurrency),
+                display_config=DisplayConfig(print_results=False, show_indicator=False),
+                error_config=ErrorConfig(ignore_errors=True),
+            )
+    finally:
+        os.chdir(cwd)
+    done = [md for tr in result.test_results for md in (tr.metrics_data or [])]
+    failed = sum(1 for md in done if md.error or md.score is None) + len(items) * len(classes) - len(done)
+    return seen, failed
+
+
+def opik_path(items: list[Item], base_url: str, concurrency: int, fake: Any) -> tuple[dict[str, Any], int]:
+    from opik.evaluation.metrics import (
+        AnswerRelevance,
+        ContextPrecision,
+        ContextRecall,
+        Hallucination,
+        Moderation,
+        Usefulness,
+    )
+    from opik.evaluation.models import LiteLLMChatModel
+
+    judge = LiteLLMChatModel(model_name=f"openai/{MODEL}", base_url=base_url, api_key=API_KEY, track=False)
+    kw: dict[str, Any] = {"model": judge, "track": False}
+    metrics = [
+        (Hallucination(**kw), lambda it: {"input": it.question, "output": it.answer, "context": it.contexts}),
+        (Moderation(**kw), lambda it: {"output": it.answer}),
+        (
+            AnswerRelevance(**kw),
+            lambda it: {"input": it.question, "output": it.answer, "context": it.contexts},
+        ),
+        (Usefulness(**kw), lambda it: {"input": it.question, "output": it.answer}),
+        *(
+            (
+                cls(**kw),
+                lambda it: {
+                    "input": it.question,
+                    "output": it.answer,
+                    "expected_output": it.reference,
+                    "context": it.contexts,
+                },
+            )
+            for cls in (ContextPrecision, ContextRecall)
+        ),
+    ]
+
+    async def main() -> list[Any]:
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(metric: Any, kwargs: dict[str, Any]) -> Any:
+            async with limit:
+                try:
+                    return (await metric.ascore(**kwargs)).value
+                except Exception:
+                    return None
+
+        return await asyncio.gather(
+            *(
+                one(m, {k: list(v) if k == "context" else v for k, v in args(it).items()})
+                for it in items
+                for m, args in metrics
+            )
+        )
+
+    with watching(fake) as seen:
+        values = asyncio.run(main())
+    return seen, sum(1 for v in values if v is None)
+
+
+def ragchecker_path(
+    items: list[Item], base_url: str, concurrency: int, fake: Any, timeout_s: float
+) -> tuple[dict[str, Any], int, str]:
+    from ragchecker import RAGChecker, RAGResults
+    from ragchecker.metrics import all_metrics
+
+    evaluator = RAGChecker(
+        extractor_name=f"openai/{MODEL}",
+        checker_name=f"openai/{MODEL}",
+        extractor_api_base=base_url,
+        checker_api_base=base_url,
+        api_key=API_KEY,
+        batch_size_extractor=concurrency,
+        batch_size_checker=concurrency,
+        joint_check=True,
+        joint_check_num=5,
+    )
+    results = RAGResults.from_dict(
+        {
+            "results": [
+                {
+                    "query_id": str(i),
+                    "query": it.question,
+                    "gt_answer": it.reference,
+                    "response": it.answer,
+                    "retrieved_context": [{"doc_id": f"c{j}", "text": c} for j, c in enumerate(it.contexts)],
+                }
+                for i, it in enumerate(items)
+            ]
+        }
+    )
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["metrics"] = evaluator.evaluate(results, all_metrics)
+        except BaseException as exc:  # reported below
+            box["error"] = exc
+
+    # refchecker loops forever (while True + sleep 10) on any API error: run it in a daemon thread, abandoned
+    # on timeout.
+    worker = threading.Thread(target=target, name="ragchecker-bench", daemon=True)
+    with watching(fake) as seen:
+        worker.start()
+        worker.join(timeout_s)
+    scores = len(items) * 11
+    if worker.is_alive():
+        return (
+            seen,
+            scores,
+            f"timed out after {timeout_s:.0f} s (abandoned; it may still be calling the judge)",
+        )
+    if "error" in box:
+        return seen, scores, f"failed: {type(box['error']).__name__}: {box['error']}"[:200]
+    nan = sum(
+        1
+        for group in box["metrics"].values()
+        for v in group.values()
+        if v is None or (isinstance(v, float) and math.isnan(v))
+    )
+    return seen, 0, f"{nan} NaN batch means" if nan else ""
+
+
+def library_paths(bench: Bench, fake: Any, items: list[Item], tmp: Path, rc_timeout: float) -> None:
+    base_url, conc, n = fake.base_url, bench.concurrency, len(items)
+    runs: list[tuple[str, int, Callable[[], tuple[Any, ...]]]] = [
+        (
+            f"ragas evaluate(), max_workers={conc}",
+            7,
+            lambda: ragas_path(items, base_url, conc, fake),
+        ),
+        (
+            f"deepeval evaluate(), max_concurrent={conc}",
+            6,
+            lambda: deepeval_path(items, base_url, conc, fake, tmp),
+        ),
+        (
+            f"opik ascore, Semaphore({conc})",
+            6,
+            lambda: opik_path(items, base_url, conc, fake),
+        ),
+        (
+            f"ragchecker evaluate(all), batch sizes {conc}",
+            11,
+            lambda: ragchecker_path(items, base_url, conc, fake, rc_timeout),
+        ),
+    ]
+    for name, n_metrics, fn in runs:
+        forget_requests(fake)
+        try:
+            seen, failed, *rest = fn()
+        except Exception as exc:
+            bench.rows.append(
+                Row(
+                    name,
+                    0,
+                    0,
+                    0.0,
+                    0.0,
+                    0.0,
+                    n * n_metrics,
+                    n * n_metrics,
+                    note=f"could not run: {exc!r}"[:300],
+                )
+            )
+            continue
+        note = rest[0] if rest else ""
+        row = Row(
+            name,
+            seen["requests"],
+            seen["in_flight"],
+            seen["wall"],
+            seen["cpu"],
+            seen["judge_cpu"],
+            n * n_metrics,
+            failed,
+            note=note,
+        )
+        bench.rows.append(row)
+        forget_requests(fake)
+
+
+# ------------------------------------------------------------------------------------------------- main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=96)
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds the test judge waits per request")
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--skip-libraries", action="store_true", help="only the service path (and its re-run)")
+    ap.add_argument("--ragchecker-timeout", type=float, default=600.0)
+    ap.add_argument(
+        "--constant-answers", action="store_true", help="the test judge's answers unchanged (see the doc)"
+    )
+    args = ap.parse_args()
+
+    from tests.fakellm import FakeLLM
+    from tests.judgefake import judge_script
+
+    items = demo_items(args.samples)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-judges-"))
+    warm = warm_up()
+    script = whole_examples(judge_script())
+    if not args.constant_answers:
+        script = request_specific(script)
+    fake = FakeLLM(script=script, latency_s=args.latency).start()
+    if fake._thread is not None:
+        fake._thread.name = JUDGE_THREAD
+    bench = Bench(args.latency, args.concurrency)
+    words = sum(len(it.answer.split()) for it in items) / len(items)
+    ctx_words = sum(len(c.split()) for it in items for c in it.contexts) / (
+        len(items) * len(items[0].contexts)
+    )
+    print(
+        f"{len(items)} samples (data/demo, French text, dataset language 'en'): answers ~{words:.0f} words, "
+        f"{len(items[0].contexts)} contexts of ~{ctx_words:.0f} words each"
+    )
+    print(
+        f"loopback judge: {args.latency * 1000:.0f} ms per request, concurrency {args.concurrency}, "
+        f"{'constant' if args.constant_answers else 'request-specific'} answers; {os.cpu_count()} CPUs; "
+        f"imports and model loads before timing: {warm:.1f} s"
+    )
+    print(
+        "ideal = requests x latency / concurrency; efficiency = ideal / wall; cpu = process CPU time, "
+        "of which judge = the test judge's server thread (same process)"
+    )
+    print()
+    try:
+        service_path(bench, fake, items, tmp)
+        if not args.skip_libraries:
+            library_paths(bench, fake, items, tmp, args.ragchecker_timeout)
+    finally:
+        fake.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the database, RAGChecker checkpoints, DeepEval's cwd
+    bench.print_table()
+    assert bench.rerun is not None
+    again, info2 = bench.rerun
+    calls = sum(int(u.get("calls", 0)) for u in info2["usage"].values())
+    hits = sum(int(u.get("cache_hits", 0)) for u in info2["usage"].values())
+    print()
+    print(
+        f"re-run (recompute=True, same DB): {again['requests']} upstream calls, wall {again['wall']:.1f} s, "
+        f"cpu {again['cpu']:.1f} s; gateway: {calls} calls asked, {hits} cache hits (RAGChecker re-reads its "
+        f"checkpoints); {info2['failed']}/{info2['total']} failed"
+    )
+    outside = again["wall"] - sum(v.get("wall", 0.0) for v in info2["per_lib"].values())
+    print(
+        "  per library (wall / cpu s): "
+        + ", ".join(
+            f"{lib} {v.get('wall', 0.0):.1f} / {v.get('cpu', 0.0):.1f}" for lib, v in info2["per_lib"].items()
+        )
+        + f"; outside the adapters {outside:.1f} s"
+    )
+    service = bench.rows[0]
+    libs = [r for r in bench.rows if not r.sub and r is not service]
+    if libs:
+        total = sum(r.wall for r in libs)
+        reqs = sum(r.requests for r in libs)
+        print(
+            f"libraries one after the other: {total:.1f} s, {reqs} requests "
+            f"(ideal {bench.ideal(reqs):.1f} s, efficiency {bench.ideal(reqs) / total:.2f})"
+        )
+        print(
+            f"service wall / sum of library walls = {service.wall:.1f} / {total:.1f} = "
+            f"{service.wall / total:.2f}; requests {service.requests} / {reqs} = "
+            f"{service.requests / reqs:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
