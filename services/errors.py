@@ -6,7 +6,8 @@ ServiceError(message, status)            base; ``code`` names the error in the e
 ├── PayloadTooLarge           413        an upload over the configured limit
 ├── UnsupportedMediaType      415        a body or file of a kind the endpoint does not read
 ├── MalformedInput            400        bytes that cannot be parsed (non-UTF-8, bad JSON/JSONL/CSV line)
-└── InvalidItems              422        parsed rows that break a rule; every bad row is listed
+├── InvalidItems              422        parsed rows that break a rule; every bad row is listed
+└── UpstreamError             502        the configured LLM failed after its retries
 """
 
 from __future__ import annotations
@@ -66,3 +67,8 @@ class MalformedInput(ServiceError):
 class InvalidItems(ServiceError):
     status = 422
     code = "InvalidItems"
+
+
+class UpstreamError(ServiceError):
+    status = 502
+    code = "UpstreamError"

@@ -89,6 +89,10 @@ class MetricAdapter(Protocol):
 
     def config(self) -> dict[str, Any]: ...
 
+    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None: ...
+
+    def judge_usage(self) -> dict[str, Any] | None: ...
+
     async def score(self, samples: Sequence[Sample]) -> list[SampleScore]: ...
 
 
@@ -149,6 +153,13 @@ class BaseAdapter:
         self.settings = settings or Settings()
         self.language = language
         self.options = {**spec.options, **options}
+
+    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None:
+        """Tell the adapter which job it scores for (judge adapters account their calls per job)."""
+
+    def judge_usage(self) -> dict[str, Any] | None:
+        """Judge calls, tokens and latency of the bound job for this metric; None without a judge."""
+        return None
 
     def config(self) -> dict[str, Any]:
         cfg: dict[str, Any] = {"library": self.spec.library, "version": package_version(self.spec.package)}

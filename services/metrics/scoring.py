@@ -132,10 +132,8 @@ class ScoringHandler:
             for name, oids in by_metric.items():
                 resolved = registry.resolve(name, int(job.params.get("k", 5)))
                 adapter = registry.load_adapter(resolved, ctx.settings, language)
-                if hasattr(adapter, "job_id"):
-                    adapter.job_id = str(job.id)  # judge calls are accounted per job and metric
-                    if job.params.get("refresh_judge_cache"):
-                        getattr(adapter, "gateway").refresh_jobs.add(str(job.id))  # noqa: B009
+                # Judge adapters account their calls per job and metric (and may skip the judge cache).
+                adapter.bind_job(job.id, bool(job.params.get("refresh_judge_cache")))
                 config = adapter.config()
                 ckey = config_key(name, config)
                 samples = build_samples(session, oids, resolved.k)
@@ -163,9 +161,8 @@ class ScoringHandler:
                     outcome[f"{name}|{oid}"] = res.error
                 for oid in set(oids) - set(present):
                     outcome[f"{name}|{oid}"] = "missing: the output was deleted"
-                gateway = getattr(adapter, "gateway", None) if hasattr(adapter, "job_id") else None
-                if gateway is not None:
-                    usage = gateway.usage_for(job.id, resolved.spec.name).as_dict()
+                usage = adapter.judge_usage()
+                if usage is not None:
                     stored = session.get(Job, job.id)
                     if stored is not None:
                         judge_usage = dict((stored.summary or {}).get("judge_usage", {}))

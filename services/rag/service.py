@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.datasets.repository import DatasetRepository
 from services.datasets.service import get_dataset
-from services.errors import InvalidItems, ItemError, ServiceError
+from services.errors import InvalidItems, ItemError, UpstreamError
 from services.jobs.service import JobRead, create_job, job_read
 from services.rag import index
 from services.rag.llm import LLMError, chat
@@ -22,11 +22,6 @@ from services.rag.schemas import AnswerResponse, GeneratorInfo, Mode, RetrievedC
 from services.retrieval import extractive_answer
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
-
-
-class UpstreamError(ServiceError):
-    status = 502
-    code = "UpstreamError"
 
 
 def retrieve(

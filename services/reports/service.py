@@ -15,6 +15,7 @@ from services import stats
 from services.config import Settings
 from services.metrics import registry
 from services.models import Run
+from services.ratings.service import rating_table
 from services.reports.data import Column, Item, ReportData, gather
 from services.reports.schemas import Analysis, Comparison, Corr, MetricRow, ReportRead, RunInfo, TypeBreakdown
 from services.runs.service import get_run
@@ -40,9 +41,6 @@ def agreement_block(
 ) -> dict[str, Any]:
     """Inter-rater agreement over the runs' outputs (items), excluding outputs under the minimum raters."""
     runs = [get_run(session, rid) for rid in run_ids]
-    table = data_table = None
-    from services.ratings.service import rating_table
-
     table = rating_table(session, run_ids)
     min_raters = settings.ratings.min_raters
     flagged = [oid for oid in table.output_ids if len(table.scores[oid]) < min_raters]
@@ -77,7 +75,6 @@ def agreement_block(
     )
     result = stats.agreement(matrix, table.raters, table.rubric.min_score, table.rubric.max_score, seed=seed)
     block["result"] = asdict(result)
-    del data_table
     return block
 
 

@@ -61,6 +61,14 @@ class JudgeAdapter(BaseAdapter):
     translates_prompts = False
     job_id = "adhoc"
 
+    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None:
+        self.job_id = str(job_id)
+        if refresh_judge_cache:
+            self.gateway.refresh_jobs.add(self.job_id)
+
+    def judge_usage(self) -> dict[str, Any] | None:
+        return self.gateway.usage_for(self.job_id, self.spec.name).as_dict()
+
     @property
     def judge_language(self) -> str:
         return self.settings.judge.language or self.language
