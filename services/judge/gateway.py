@@ -139,6 +139,14 @@ class JudgeGateway:
         safe = metric.replace("/", "_")
         return f"http://127.0.0.1:{self.port}/g/{job}/{safe}/{scope}/v1"
 
+    def reset_occurrences(self, job: int | str, metric: str) -> None:
+        """Start numbering repeated requests afresh: a batch computed again (a retried job item) then asks its
+        deliberate repeats as occurrences 0, 1, 2... and finds them in the cache."""
+        key = (str(job), metric.replace("/", "_"))
+        with self._lock:
+            for k in [k for k in self._occurrences if k[:2] == key]:
+                del self._occurrences[k]
+
     def usage_for(self, job: int | str, metric: str, scope: str | None = None) -> Usage:
         if scope is None:
             return self.usage[(str(job), metric.replace("/", "_"))]

@@ -118,6 +118,7 @@ class JudgeAdapter(BaseAdapter):
     async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
         limit = asyncio.Semaphore(max(1, self.settings.judge.max_concurrency))
         gateway = self.gateway
+        gateway.reset_occurrences(self.job_id, self.spec.name)
 
         async def one(sample: Sample) -> SampleScore:
             async with limit:

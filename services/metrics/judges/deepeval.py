@@ -879,12 +879,6 @@ class Adapter(JudgeAdapter):
             cfg["prompt_templates"] = hashlib.sha256(blob).hexdigest()[:12]
         return cfg
 
-    def scope(self, sample: Sample) -> str:
-        # The gateway numbers identical requests within a scope and keeps those counters for the life of the
-        # process: with the default "o<id>" scope a second scoring of the same output would be request number
-        # 2, miss the cache and call the judge again (checked). A scope per job and metric restarts the count.
-        return f"j{self.job_id}.{self.spec.name}.o{sample.output_id}"
-
     async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
         import openai
 

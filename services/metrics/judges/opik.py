@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,10 +153,6 @@ def _load() -> _Opik:
         return _loaded
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "_"
-
-
 def _truncate(text: str, limit: int = 1000) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -192,12 +187,6 @@ class Adapter(JudgeAdapter):
             # Editing the examples changes the prompt, so scores computed with the old ones are not reused.
             cfg["few_shot_examples"] = _FRENCH_EXAMPLES_ID
         return cfg
-
-    def scope(self, sample: Sample) -> str:
-        # The gateway numbers identical requests within a scope and keeps those counters for the life of
-        # the process: with the default "o<id>" scope a second scoring of the same output would be request
-        # number 2, miss the cache and call the judge again. A scope per job and metric restarts the count.
-        return _slug(f"j{self.job_id}.{self.spec.name}.o{sample.output_id}")
 
     # ----------------------------------------------------------------------------------------- the library
     def _inputs(self, sample: Sample) -> dict[str, Any]:

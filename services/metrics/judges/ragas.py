@@ -189,12 +189,6 @@ class Adapter(JudgeAdapter):
             cfg["mode"] = self.options.get("mode", "f1")
         return cfg
 
-    def scope(self, sample: Sample) -> str:
-        # The gateway numbers identical requests within a scope (answer relevancy repeats its prompt on
-        # purpose) and keeps those counters for the life of the process. A scope of this job and metric
-        # restarts the numbering at each scoring, so a re-run finds every repeated call in the cache.
-        return _slug(f"j{self.job_id}.{self.spec.name}.o{sample.output_id}")
-
     # ----------------------------------------------------------------------------------------- the library
     def _client(self, base_url: str) -> tuple[Any, Any]:
         from openai import AsyncOpenAI
