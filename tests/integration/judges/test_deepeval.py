@@ -23,7 +23,8 @@ from services.models import MetricScore
 from tests.api.helpers import load_mini
 from tests.api.test_outputs import make_run
 from tests.fakellm import FakeLLM, garbage
-from tests.integration.test_scoring import drain
+from tests.integration.judges.helpers import rows
+from tests.integration.judges.helpers import score as shared_score
 from tests.judgefake import all_text, judge_script, start_judge
 
 CONTEXTS = [
@@ -84,14 +85,7 @@ def scored(client: TestClient, answers: dict[str, str], metrics: list[str], k: i
 
 
 def score(client: TestClient, run: int, metrics: list[str], k: int = 3, recompute: bool = False) -> Any:
-    r = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": metrics, "k": k, "recompute": recompute})
-    assert r.status_code == 202, r.text
-    drain(client)
-    return client.get(f"/jobs/{r.json()['id']}").json()
-
-
-def rows(client: TestClient, run: int) -> dict[str, dict[str, Any]]:
-    return {r["question_id"]: r for r in client.get(f"/runs/{run}/scores").json()["rows"]}
+    return shared_score(client, run, metrics, recompute, k=k, check_done=False)
 
 
 def details(engine: Engine, metric: str) -> list[dict[str, Any]]:

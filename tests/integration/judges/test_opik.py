@@ -29,7 +29,8 @@ from services.offline import OFFLINE_ENV
 from tests.api.helpers import load_mini
 from tests.api.test_outputs import make_run
 from tests.fakellm import FakeLLM, garbage
-from tests.integration.test_scoring import drain, rows_by_question
+from tests.integration.judges.helpers import score as shared_score
+from tests.integration.test_scoring import rows_by_question
 from tests.judgefake import Override, all_text, judge_script, start_judge
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -114,11 +115,7 @@ def new_run(client: TestClient) -> int:
 
 
 def score(client: TestClient, run: int, metrics: list[str], recompute: bool = False) -> dict[str, Any]:
-    r = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": metrics, "recompute": recompute})
-    assert r.status_code == 202, r.text
-    drain(client)
-    job: dict[str, Any] = client.get(f"/jobs/{r.json()['id']}").json()
-    return job
+    return shared_score(client, run, metrics, recompute, check_done=False)
 
 
 def stored(engine: Engine, metric: str) -> dict[int, MetricScore]:

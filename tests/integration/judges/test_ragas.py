@@ -21,7 +21,8 @@ from services.config import JudgeSettings
 from services.models import MetricScore
 from tests.api.helpers import MINI, create_dataset, upload
 from tests.fakellm import FakeLLM, garbage
-from tests.integration.test_scoring import drain, rows_by_question
+from tests.integration.judges.helpers import score
+from tests.integration.test_scoring import rows_by_question
 from tests.judgefake import all_text, completion, embedded_schema, judge_script, start_judge
 
 ALL = [
@@ -61,15 +62,6 @@ def make_run(client: TestClient, language: str, answers: dict[str, str] | None =
     run = int(r.json()["id"])
     assert client.post(f"/runs/{run}/outputs", json=outputs(answers)).status_code == 200
     return run
-
-
-def score(client: TestClient, run: int, metrics: list[str], recompute: bool = False) -> dict[str, Any]:
-    r = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": metrics, "recompute": recompute})
-    assert r.status_code == 202, r.text
-    drain(client)
-    job: dict[str, Any] = client.get(f"/jobs/{r.json()['id']}").json()
-    assert job["status"] == "done", job
-    return job
 
 
 def details(session: Session, metric: str) -> dict[str, dict[str, Any]]:

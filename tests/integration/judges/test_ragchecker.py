@@ -28,7 +28,7 @@ from services.metrics.registry import CATALOGUE
 from services.models import MetricScore
 from tests.api.helpers import create_dataset, upload
 from tests.fakellm import FakeLLM, garbage
-from tests.integration.test_scoring import drain
+from tests.integration.judges.helpers import rows, score
 from tests.judgefake import judge_script
 
 RC = [s.name for s in CATALOGUE if s.library == "ragchecker"]
@@ -99,19 +99,6 @@ def make_run(client: TestClient, items: list[Item], language: str = "fr") -> int
     r = client.post(f"/runs/{run}/outputs", json=outputs)
     assert r.status_code == 200, r.text
     return run
-
-
-def score(client: TestClient, run: int, metrics: list[str], recompute: bool = False) -> dict[str, Any]:
-    r = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": metrics, "recompute": recompute})
-    assert r.status_code == 202, r.text
-    drain(client)
-    job: dict[str, Any] = client.get(f"/jobs/{r.json()['id']}").json()
-    assert job["status"] == "done", job
-    return job
-
-
-def rows(client: TestClient, run: int) -> dict[str, dict[str, Any]]:
-    return {r["question_id"]: r for r in client.get(f"/runs/{run}/scores").json()["rows"]}
 
 
 def stored(engine: Engine, metric: str) -> list[MetricScore]:
