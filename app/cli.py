@@ -81,14 +81,8 @@ CLIENT_COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    # Client commands talk to a running service over HTTP; `--url` may precede them.
-    words = [a for a in args_in if not a.startswith("-")]
-    if (words and words[0] in CLIENT_COMMANDS) or args_in[:1] == ["--url"]:
-        from app.client import main as client_main
-
-        return client_main(args_in)
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of the service commands (client commands have their own, in app.client)."""
     settings = get_settings()
     parser = argparse.ArgumentParser(prog="ragmeta", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -104,7 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("worker", help="run the job worker")
     w.add_argument("--id", default=None, help="worker id shown in job items (default: random)")
     w.add_argument("--once", action="store_true", help="exit when no work is left")
-    args = parser.parse_args(args_in)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    # Client commands talk to a running service over HTTP; `--url` may precede them.
+    words = [a for a in args_in if not a.startswith("-")]
+    if (words and words[0] in CLIENT_COMMANDS) or args_in[:1] == ["--url"]:
+        from app.client import main as client_main
+
+        return client_main(args_in)
+    args = build_parser().parse_args(args_in)
     if args.command == "migrate":
         _migrate()
     elif args.command == "serve":
