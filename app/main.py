@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from app.errors import install_error_handlers
+from app.errors import ErrorEnvelope, install_error_handlers
+from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
     datasets,
     generation,
@@ -31,6 +33,7 @@ from services.db import ensure_migrated, make_engine, make_session_factory
 from services.jobs.worker import JobContext, Worker
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
+from services.reports.cache import ReportCache
 from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
@@ -94,7 +97,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    app.state.read_session_factory = make_session_factory(engine, write=False)
+    # Report renders are CPU-bound: a few at a time, waiting on the loop rather than in pool threads.
+    app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
+    app.state.report_cache = ReportCache(settings.report_cache_size)
     install_error_handlers(app)
+    app.add_middleware(RequestGuard, fastapi_app=app)
     for module in (
         home,
         health,
@@ -130,6 +138,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if resp and "HTTPValidationError" in str(resp):
                     resp["content"] = {"application/json": {"schema": envelope}}
                     resp["description"] = "Invalid request or items; every bad field is listed"
+        # What the request guard (app.middleware) answers before any route: declared on every operation.
+        for ops in schema.get("paths", {}).values():
+            for method, op in ops.items():
+                declared = op.setdefault("responses", {})
+                extra = {}
+                if method.upper() in UNSAFE:
+                    extra["403"] = "A browser's write from another origin is refused"
+                if "requestBody" in op:
+                    extra["400"] = "Malformed body: not UTF-8, not JSON, NaN/Infinity, or nested too deep"
+                    extra["413"] = "Request body over the configured size limit"
+                for code, text in extra.items():
+                    declared.setdefault(
+                        code, {"description": text, "content": {"application/json": {"schema": envelope}}}
+                    )
+        components.setdefault(
+            "ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+        )
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
         app.openapi_schema = schema

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
@@ -18,10 +19,23 @@ def _too_large(limit: int) -> PayloadTooLarge:
     )
 
 
-async def read_batch(
+@dataclass(frozen=True)
+class Upload:
+    """The bytes of a batch, read from the request; parsing is CPU work and belongs in a worker thread."""
+
+    raw: bytes
+    fmt: Format
+    field: str
+
+    def rows(self) -> list[Row]:
+        return parse_rows(self.raw, self.fmt, self.field)
+
+
+async def read_upload(
     request: Request, limit: int, allowed: tuple[Format, ...] = ("json", "jsonl")
-) -> list[Row]:
-    """Parse the request's batch; raises 413 before reading a body announced as too large."""
+) -> Upload:
+    """Read the request's batch (body or multipart file); raises 413 before reading a body announced as
+    too large, 415 for a format the endpoint does not read and 400 for an empty one."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
@@ -57,7 +71,7 @@ async def read_batch(
         )
     if not raw.strip():
         raise MalformedInput(f"{field} is empty", [ItemError(None, field, "no data")])
-    return parse_rows(raw, fmt, field)
+    return Upload(raw, fmt, field)
 
 
 def batch_body(item_schema: dict[str, Any], csv: bool = False) -> dict[str, Any]:

@@ -92,6 +92,17 @@ class Settings(BaseSettings):
     auto_migrate: bool = False
     data_dir: Path = ROOT / "var"
     max_upload_bytes: int = 50 * 1024 * 1024
+    # Any other request body (plain JSON endpoints) larger than this gets 413.
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # JSON nested deeper than this is refused (400) before any endpoint sees it.
+    max_json_depth: int = Field(default=32, ge=4, le=200)
+    # Origins (scheme://host[:port]) of other web pages allowed to write to this service; its own pages
+    # always may. Browsers' cross-origin writes from anywhere else are refused (403).
+    allowed_origins: list[str] = []
+    # Reports computed at once (CPU-bound); further report requests wait their turn.
+    max_concurrent_reports: int = Field(default=2, ge=1)
+    # Computed reports kept in memory, keyed on the data they were computed from.
+    report_cache_size: int = Field(default=64, ge=0)
     host: str = "127.0.0.1"
     port: int = 8000
 

@@ -2,20 +2,35 @@
 
 SQLite is the embedded default (WAL, foreign keys on, a busy timeout so the worker and the API can share
 the file); PostgreSQL is selected by the URL.
+
+Transactions are short and never span slow work (a judge call, a report computation, an await). A
+session from a write factory (the default) starts its transaction with ``BEGIN IMMEDIATE`` on SQLite: a
+deferred transaction that reads and then writes fails at once with "database is locked" when another
+writer committed in between (SQLite does not wait on its busy timeout for a stale read snapshot), while an
+immediate one waits its turn.
+Read sessions (GET requests, the reads of job handlers) read each statement on a fresh snapshot, as
+PostgreSQL's READ COMMITTED does. On PostgreSQL both kinds are the same. ``run_transaction`` retries a
+transaction on a deadlock, a serialization failure or a unique-key race with a concurrent writer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger("ragmeta")
+T = TypeVar("T")
 
 ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 
@@ -33,11 +48,22 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            # The driver's own implicit BEGIN is turned off so that ours (below) decides the lock mode.
+            dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Connection) -> None:
+            # Write sessions take the write lock up front; read sessions run each statement on its own
+            # fresh snapshot (as PostgreSQL's READ COMMITTED does), so a long-lived reader never sees stale
+            # data and never blocks a checkpoint.
+            if conn.get_execution_options().get("ragmeta_write", False):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True)
@@ -53,8 +79,53 @@ def shared_session_factory(url: str) -> sessionmaker[Session]:
     return _shared[url]
 
 
-def make_session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False)
+def make_session_factory(engine: Engine, write: bool = True) -> sessionmaker[Session]:
+    """Sessions on ``engine``. On SQLite, a write session's transaction takes the write lock when it begins
+    (``BEGIN IMMEDIATE``), so reading then writing never fails on a stale snapshot; a read session
+    (``write=False``) takes no lock and must not write. Either kind must not be held across slow work."""
+    bind = engine.execution_options(ragmeta_write=True) if write else engine
+    return sessionmaker(bind=bind, expire_on_commit=False)
+
+
+def read_factory(factory: sessionmaker[Session]) -> sessionmaker[Session]:
+    """The read-only counterpart of a session factory (same engine and pool; no SQLite write lock)."""
+    bind = factory.kw["bind"].execution_options(ragmeta_write=False)
+    return sessionmaker(bind=bind, expire_on_commit=False)
+
+
+# PostgreSQL SQLSTATEs worth a second attempt: another transaction won a race the next attempt will see.
+_RETRY_SQLSTATES = {"40001", "40P01", "23505"}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A deadlock, serialization failure, unique-key race or SQLite lock timeout: retrying may succeed."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        return True
+    text = str(orig)
+    if isinstance(exc, IntegrityError):
+        return "UNIQUE constraint failed" in text
+    return isinstance(exc, OperationalError) and "database is locked" in text
+
+
+def run_transaction(factory: sessionmaker[Session], fn: Callable[..., T], *args: Any, attempts: int = 4) -> T:
+    """Run ``fn(session, *args)`` in one short transaction, committed on success.
+
+    Retried (with a short back-off) when a concurrent writer made it fail transiently; ``fn`` must therefore
+    read what it needs inside the transaction. Any other exception rolls back and propagates.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            with session_scope(factory) as session:
+                return fn(session, *args)
+        except DBAPIError as exc:
+            if attempt == attempts or not is_transient(exc):
+                raise
+            log.info("transaction retried after a concurrent write (%s)", type(exc.orig).__name__)
+            time.sleep(0.01 * 2**attempt)
+    raise AssertionError("unreachable")
 
 
 @contextmanager

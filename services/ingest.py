@@ -43,6 +43,55 @@ def decode_utf8(raw: bytes, field: str = "body") -> str:
     return text.removeprefix("\ufeff")
 
 
+MAX_JSON_DEPTH = 32
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows (NaN and Infinity are refused)")
+
+
+def json_depth_exceeds(data: Any, limit: int) -> bool:
+    """Whether lists/objects nest deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def load_json(text: str, field: str = "body", max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for untrusted input: NaN/Infinity and nesting deeper than ``max_depth`` are refused
+    (MalformedInput naming the line), never passed on to fail later."""
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise MalformedInput(
+            f"{field} is not valid JSON",
+            [ItemError(index=None, field=field, line=exc.lineno, reason=f"{exc.msg} (column {exc.colno})")],
+        ) from exc
+    except ValueError as exc:
+        raise MalformedInput(f"{field} is not valid JSON", [ItemError(None, field, str(exc))]) from exc
+    except RecursionError:
+        data = None
+        deep = True
+    else:
+        deep = isinstance(data, dict | list) and json_depth_exceeds(data, max_depth)
+    if deep:
+        raise MalformedInput(
+            f"{field} nests lists/objects deeper than {max_depth} levels",
+            [ItemError(None, field, f"nesting deeper than {max_depth}")],
+        )
+    return data
+
+
+def check_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Refuse a JSON request body that is not UTF-8, not JSON, too deep, or holds NaN/Infinity."""
+    load_json(decode_utf8(raw), "body", max_depth)
+
+
 def guess_format(content_type: str | None, filename: str | None) -> Format:
     name = (filename or "").lower()
     if name.endswith((".jsonl", ".ndjson")):
@@ -79,19 +128,17 @@ def parse_rows(
         return _parse_jsonl(text, field)
     if fmt == "csv":
         return _parse_csv(text, field)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedInput(
-            f"{field} is not valid JSON",
-            [ItemError(index=None, field=field, line=exc.lineno, reason=f"{exc.msg} (column {exc.colno})")],
-        ) from exc
+    data = load_json(text, field)
     if isinstance(data, dict):
         data = next((data[k] for k in list_keys if isinstance(data.get(k), list)), data)
     if not isinstance(data, list):
         raise MalformedInput(
             f"{field} must be a JSON list of items (or an object with a list under {' or '.join(list_keys)})",
             [ItemError(index=None, field=field, reason=f"got {type(data).__name__}")],
+        )
+    if not data:
+        raise MalformedInput(
+            f"{field} is an empty list: nothing to import", [ItemError(None, field, "no items")]
         )
     return [Row(index=i, line=None, data=item) for i, item in enumerate(data)]
 
@@ -103,9 +150,10 @@ def _parse_jsonl(text: str, field: str) -> list[Row]:
         if not line.strip():
             continue
         try:
-            rows.append(Row(index=len(rows), line=lineno, data=json.loads(line)))
-        except json.JSONDecodeError as exc:
-            errors.append(ItemError(index=None, field=field, line=lineno, reason=f"invalid JSON: {exc.msg}"))
+            rows.append(Row(index=len(rows), line=lineno, data=load_json(line, field)))
+        except MalformedInput as exc:
+            reason = exc.items[0].reason if exc.items else exc.detail
+            errors.append(ItemError(index=None, field=field, line=lineno, reason=f"invalid JSON: {reason}"))
     if errors:
         raise MalformedInput(f"{field} has {len(errors)} malformed JSONL line(s)", errors)
     return rows
@@ -130,4 +178,8 @@ def _parse_csv(text: str, field: str) -> list[Row]:
         raise MalformedInput(
             f"{field} is not valid CSV", [ItemError(None, field, str(exc), line=reader.line_num)]
         ) from exc
+    if not rows:
+        raise MalformedInput(
+            f"{field} has a CSV header but no rows: nothing to import", [ItemError(None, field, "no rows")]
+        )
     return rows

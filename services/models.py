@@ -23,10 +23,28 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on both databases (SQLite stores no zone and returns naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
 
 
 class Base(DeclarativeBase):
@@ -34,8 +52,8 @@ class Base(DeclarativeBase):
 
 
 class Timestamps:
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
 
 class Dataset(Timestamps, Base):
@@ -123,6 +141,9 @@ class Output(Timestamps, Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     # Set when generation failed for this question; the answer is then null.
     error: Mapped[str | None] = mapped_column(Text)
+    # Bumped when the answer or the retrieved chunks change; ratings and scores of an earlier version move
+    # to the history tables (kept, excluded from reports).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
     chunks: Mapped[list[RetrievedChunk]] = relationship(
         back_populates="output", cascade="all, delete-orphan", order_by="RetrievedChunk.rank"
@@ -178,6 +199,47 @@ class Rating(Timestamps, Base):
     comment: Mapped[str | None] = mapped_column(Text)
 
 
+class RatingHistory(Base):
+    """A rating of an earlier version of its output (the answer or the chunks changed since)."""
+
+    __tablename__ = "rating_history"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_version: Mapped[int] = mapped_column(Integer)
+    rater_id: Mapped[int] = mapped_column(ForeignKey("rater.id", ondelete="CASCADE"), index=True)
+    rubric_id: Mapped[int] = mapped_column(ForeignKey("rubric.id", ondelete="RESTRICT"))
+    score: Mapped[int] = mapped_column(Integer)
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    invalidated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class MetricScoreHistory(Base):
+    """A metric score of an earlier version of its output."""
+
+    __tablename__ = "metric_score_history"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_version: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(200))
+    config_key: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    k: Mapped[int | None] = mapped_column(Integer)
+    value: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    invalidated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class MetricScore(Timestamps, Base):
     """One metric's value for one output under one configuration (k, judge fingerprint, model...)."""
 
@@ -218,9 +280,9 @@ class Job(Timestamps, Base):
     done: Mapped[int] = mapped_column(Integer, default=0)
     failed: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(100))
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     error: Mapped[str | None] = mapped_column(Text)
     # Counts by cause and a bounded sample of per-item errors.
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -239,7 +301,7 @@ class JobItem(Base):
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker_id: Mapped[str | None] = mapped_column(String(100))
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     error: Mapped[str | None] = mapped_column(Text)
 
 
@@ -270,4 +332,4 @@ class JudgeCall(Base):
     prompt_tokens: Mapped[int | None] = mapped_column(Integer)
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float | None] = mapped_column(Float)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

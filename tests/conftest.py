@@ -4,11 +4,15 @@ emptied after every test, and the app served to a TestClient with its lifespan (
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
@@ -90,7 +94,8 @@ def _clean_tables(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture
 def session(engine: Engine) -> Iterator[Session]:
-    s = make_session_factory(engine)()
+    # Read-only (no SQLite write lock): a test may hold it open while the app writes.
+    s = make_session_factory(engine, write=False)()
     yield s
     s.close()
 
@@ -112,4 +117,28 @@ def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
         yield c
 
 
-__all__ = ["FIXTURES", "downgrade"]
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
+    """The app served by uvicorn on a loopback port in a background thread (real concurrency, real
+    threadpool and event loop); yields its base URL."""
+    port = free_port()
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(30)
+
+
+__all__ = ["FIXTURES", "downgrade", "free_port"]

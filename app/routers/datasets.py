@@ -7,9 +7,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import DatasetId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import batch_body, read_batch
+from app.uploads import batch_body, read_upload
 from services.datasets import service
 from services.datasets.schemas import DatasetCreate, DatasetRead, ImportReport
 
@@ -39,7 +39,7 @@ def list_datasets(session: SessionDep) -> list[DatasetRead]:
 
 
 @router.get("/{dataset_id}", response_model=DatasetRead, responses=responses(404))
-def get_dataset(dataset_id: int, session: SessionDep) -> DatasetRead:
+def get_dataset(dataset_id: DatasetId, session: SessionDep) -> DatasetRead:
     return service.dataset_read(session, service.get_dataset(session, dataset_id))
 
 
@@ -49,12 +49,10 @@ def get_dataset(dataset_id: int, session: SessionDep) -> DatasetRead:
     responses=responses(400, 404, 413, 415, 422),
     openapi_extra=batch_body({"$ref": _REF.format("DocumentCreate")}),
 )
-async def import_documents(
-    dataset_id: int, request: Request, session: SessionDep, settings: SettingsDep
-) -> ImportReport:
+async def import_documents(dataset_id: DatasetId, request: Request, settings: SettingsDep) -> ImportReport:
     """Upsert documents by external id: a JSON list, a JSONL body, or a multipart `file` (.json/.jsonl)."""
-    rows = await read_batch(request, settings.max_upload_bytes)
-    return service.import_documents(session, dataset_id, rows)
+    upload = await read_upload(request, settings.max_upload_bytes)
+    return await run_in_session(request, lambda s: service.import_documents(s, dataset_id, upload.rows()))
 
 
 @router.get(
@@ -62,7 +60,7 @@ async def import_documents(
     responses={**responses(404), 200: {"content": {"application/x-ndjson": {}}}},
 )
 def export_documents(
-    dataset_id: int, session: SessionDep, format: Literal["json", "jsonl"] = "json"
+    dataset_id: DatasetId, session: SessionDep, format: Literal["json", "jsonl"] = "json"
 ) -> Response:
     """Documents in their import form (JSON list or JSONL)."""
     items = service.export_document_items(service.list_documents(session, dataset_id))
@@ -75,12 +73,10 @@ def export_documents(
     responses=responses(400, 404, 413, 415, 422),
     openapi_extra=batch_body({"$ref": _REF.format("QuestionCreate")}),
 )
-async def import_questions(
-    dataset_id: int, request: Request, session: SessionDep, settings: SettingsDep
-) -> ImportReport:
+async def import_questions(dataset_id: DatasetId, request: Request, settings: SettingsDep) -> ImportReport:
     """Upsert questions by external id; passages point into documents already imported."""
-    rows = await read_batch(request, settings.max_upload_bytes)
-    return service.import_questions(session, dataset_id, rows)
+    upload = await read_upload(request, settings.max_upload_bytes)
+    return await run_in_session(request, lambda s: service.import_questions(s, dataset_id, upload.rows()))
 
 
 @router.get(
@@ -88,7 +84,7 @@ async def import_questions(
     responses={**responses(404), 200: {"content": {"application/x-ndjson": {}}}},
 )
 def export_questions(
-    dataset_id: int,
+    dataset_id: DatasetId,
     session: SessionDep,
     format: Literal["json", "jsonl"] = "json",
     include_text: bool = Query(False, description="add each passage's text (checked again on re-import)"),

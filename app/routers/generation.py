@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import DatasetId, RunId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.rag import service
@@ -17,7 +17,7 @@ router = APIRouter(tags=["generation"])
     "/datasets/{dataset_id}/answer", response_model=AnswerResponse, responses=responses(404, 409, 422, 502)
 )
 def answer(
-    dataset_id: int, body: AnswerRequest, session: SessionDep, settings: SettingsDep
+    dataset_id: DatasetId, body: AnswerRequest, session: SessionDep, settings: SettingsDep
 ) -> AnswerResponse:
     """Top-k chunks into the configured LLM, or the extractive baseline when no LLM is configured."""
     return service.answer(session, settings, dataset_id, body.question, body.k, body.mode)
@@ -27,7 +27,7 @@ def answer(
     "/runs/{run_id}/generate", status_code=202, response_model=JobRead, responses=responses(404, 409, 422)
 )
 def generate(
-    run_id: int, session: SessionDep, settings: SettingsDep, body: GenerateRequest | None = None
+    run_id: RunId, session: SessionDep, settings: SettingsDep, body: GenerateRequest | None = None
 ) -> JobRead:
     """Answer every question of the dataset with the run's system, as a resumable job."""
     return service.create_generate_job(session, settings, run_id, (body or GenerateRequest()).regenerate)

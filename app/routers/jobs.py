@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import SessionDep
+from app.deps import JobId, SessionDep
 from app.errors import responses
 from services.jobs import service
 from services.jobs.service import JobRead
@@ -18,16 +18,16 @@ def list_jobs(session: SessionDep, status: str | None = None) -> list[JobRead]:
 
 
 @router.get("/{job_id}", response_model=JobRead, responses=responses(404))
-def get_job(job_id: int, session: SessionDep) -> JobRead:
+def get_job(job_id: JobId, session: SessionDep) -> JobRead:
     """Status, total, done, failed, rate and ETA, per-item errors and counts by cause."""
     return service.job_read(session, service.get_job(session, job_id))
 
 
 @router.post("/{job_id}/cancel", response_model=JobRead, responses=responses(404, 409))
-def cancel_job(job_id: int, session: SessionDep) -> JobRead:
+def cancel_job(job_id: JobId, session: SessionDep) -> JobRead:
     return service.cancel_job(session, job_id)
 
 
 @router.post("/{job_id}/resume", response_model=JobRead, responses=responses(404, 409))
-def resume_job(job_id: int, session: SessionDep) -> JobRead:
+def resume_job(job_id: JobId, session: SessionDep) -> JobRead:
     return service.resume_job(session, job_id)

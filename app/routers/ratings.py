@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import batch_body, read_batch
+from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.ratings import service
 from services.ratings.schemas import RaterRead, RatingRead, RubricCreate, RubricRead
@@ -20,10 +20,10 @@ router = APIRouter(tags=["ratings"])
     responses=responses(400, 413, 415, 422),
     openapi_extra=batch_body({"$ref": "#/components/schemas/RaterCreate"}, csv=True),
 )
-async def create_raters(request: Request, session: SessionDep, settings: SettingsDep) -> ImportReport:
+async def create_raters(request: Request, settings: SettingsDep) -> ImportReport:
     """Register raters by name (`[{"name": "alice"}]`); names already registered are left unchanged."""
-    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
-    return service.create_raters(session, rows)
+    upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return await run_in_session(request, lambda s: service.create_raters(s, upload.rows()))
 
 
 @router.get("/raters", response_model=list[RaterRead])
@@ -49,17 +49,15 @@ def list_rubrics(session: SessionDep) -> list[RubricRead]:
     responses=responses(400, 404, 413, 415, 422),
     openapi_extra=batch_body({"$ref": "#/components/schemas/RatingIn"}, csv=True),
 )
-async def import_ratings(
-    run_id: int, request: Request, session: SessionDep, settings: SettingsDep
-) -> ImportReport:
+async def import_ratings(run_id: RunId, request: Request, settings: SettingsDep) -> ImportReport:
     """Ratings `{question_id, rater, score, rubric?, comment?}` as JSON, JSONL or CSV.
 
     A rater rating an output again replaces their previous score.
     """
-    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
-    return service.import_ratings(session, run_id, rows)
+    upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return await run_in_session(request, lambda s: service.import_ratings(s, run_id, upload.rows()))
 
 
 @router.get("/runs/{run_id}/ratings", response_model=list[RatingRead], responses=responses(404))
-def list_ratings(run_id: int, session: SessionDep) -> list[RatingRead]:
+def list_ratings(run_id: RunId, session: SessionDep) -> list[RatingRead]:
     return service.list_ratings(session, run_id)

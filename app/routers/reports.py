@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+import anyio
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from sqlalchemy.orm import Session
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import MAX_ID, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
 from services.reports import figure, html
 from services.reports.schemas import ReportRead
-from services.reports.service import agreement_block, build_report, report_rows
+from services.reports.service import agreement_block, build_report, report_rows, report_version
 from services.scores.service import table_csv
 
 router = APIRouter(tags=["reports"])
@@ -27,7 +29,7 @@ class ReportParams:
         types: str | None = Query(None, description="comma-separated question types (any of them)"),
         answerable: bool | None = Query(None, description="true: answerable questions only; omit for all"),
         ci: Literal["fisher", "bca"] = Query("fisher", description="bca: paired BCa bootstrap by output"),
-        seed: int = Query(0, description="bootstrap seed, recorded in the report"),
+        seed: SeedQuery = 0,
         n_resamples: int = Query(2000, ge=100, le=100_000, description="bootstrap resamples"),
     ) -> None:
         self.kwargs: dict[str, Any] = {
@@ -40,6 +42,17 @@ class ReportParams:
         }
 
 
+RunsQuery = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=2000,
+        pattern=r"^\s*\d+\s*(,\s*\d+\s*)*,?$",
+        description="comma-separated run ids",
+    ),
+]
+
+
 def _run_ids(runs: str) -> list[int]:
     try:
         ids = [int(x) for x in runs.split(",") if x.strip()]
@@ -49,11 +62,43 @@ def _run_ids(runs: str) -> list[int]:
         ) from None
     if not ids:
         raise InvalidItems("give at least one run id", [ItemError(None, "runs", "empty")])
-    return ids
+    too_large = [i for i in ids if not 1 <= i <= MAX_ID]
+    if too_large:
+        raise InvalidItems(
+            "run ids are positive 64-bit integers",
+            [ItemError(None, "runs", f"{too_large[0]} is out of range")],
+        )
+    return list(dict.fromkeys(ids))
 
 
-def _report(session: Any, settings: Any, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
-    report = build_report(session, settings, run_ids, **params.kwargs)
+async def _build(request: Request, run_ids: list[int], params: ReportParams) -> ReportRead:
+    """The report, from the cache when the data it reads has not changed (see app.deps for the rule)."""
+    settings = request.app.state.settings
+    cache = request.app.state.report_cache
+    key = (
+        tuple(run_ids),
+        tuple(sorted((k, str(v)) for k, v in params.kwargs.items())),
+        await run_in_session(request, report_version, run_ids),
+    )
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+
+    def compute(session: Session) -> ReportRead:
+        return cache.get_or_compute(  # type: ignore[no-any-return]
+            key, lambda: build_report(session, settings, run_ids, **params.kwargs)
+        )
+
+    return await run_in_session(request, compute, limiter=request.app.state.report_limiter)
+
+
+async def _cpu(request: Request, fn: Any, *args: Any) -> Any:
+    """CPU-bound rendering (CSV, figure, page) in a thread, under the report limiter."""
+    return await anyio.to_thread.run_sync(fn, *args, limiter=request.app.state.report_limiter)
+
+
+async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
+    report = await _build(request, run_ids, params)
     if fmt == "csv":
         rows = report_rows(report)
         header = list(rows[0]) if rows else ["analysis", "metric"]
@@ -78,45 +123,43 @@ _CSV: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/runs/{run_id}/agreement", responses=responses(404))
-def agreement(run_id: int, session: SessionDep, settings: SettingsDep, seed: int = 0) -> dict[str, Any]:
+@router.get("/runs/{run_id}/agreement", responses=responses(404, 422))
+async def agreement(
+    run_id: RunId, request: Request, settings: SettingsDep, seed: SeedQuery = 0
+) -> dict[str, Any]:
     """Inter-rater agreement: pairwise Pearson/Spearman, Krippendorff's α with a bootstrap CI, ICCs,
     quadratic κ (two raters), exact and ±1 agreement, and the ceiling sqrt(ICC(A,k))."""
-    return agreement_block(session, settings, [run_id], seed)
+    return await run_in_session(
+        request,
+        lambda s: agreement_block(s, settings, [run_id], seed),
+        limiter=request.app.state.report_limiter,
+    )
 
 
 @router.get("/runs/{run_id}/report", responses={**responses(404, 422), **_CSV})
-def run_report(
-    run_id: int,
-    session: SessionDep,
-    settings: SettingsDep,
-    params: ParamsDep,
-    format: Literal["json", "csv"] = "json",
+async def run_report(
+    run_id: RunId, request: Request, params: ParamsDep, format: Literal["json", "csv"] = "json"
 ) -> Response:
     """Agreement and the study's three analyses for one run (`?format=csv`: one row per metric x analysis)."""
-    return _report(session, settings, [run_id], params, format)
+    return await _report(request, [run_id], params, format)
 
 
 @router.get("/report", responses={**responses(404, 422), **_CSV})
-def pooled_report(
-    session: SessionDep,
-    settings: SettingsDep,
-    params: ParamsDep,
-    runs: str = Query(..., description="comma-separated run ids"),
-    format: Literal["json", "csv"] = "json",
+async def pooled_report(
+    request: Request, params: ParamsDep, runs: RunsQuery, format: Literal["json", "csv"] = "json"
 ) -> Response:
     """The report over several runs of one dataset, pooled (items = outputs)."""
-    return _report(session, settings, _run_ids(runs), params, format)
+    return await _report(request, _run_ids(runs), params, format)
 
 
-def _figure(session: Any, settings: Any, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
-    report = build_report(session, settings, run_ids, **params.kwargs)
+async def _figure(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
+    report = await _build(request, run_ids, params)
     media = "image/svg+xml" if fmt == "svg" else "image/png"
-    return Response(figure.render(report, "svg" if fmt == "svg" else "png"), media_type=media)
+    body = await _cpu(request, figure.render, report, "svg" if fmt == "svg" else "png")
+    return Response(body, media_type=media)
 
 
-def _page(session: Any, settings: Any, run_ids: list[int], params: ReportParams) -> HTMLResponse:
-    report: ReportRead = build_report(session, settings, run_ids, **params.kwargs)
+def _render_page(report: ReportRead, run_ids: list[int]) -> str:
     svg = figure.render(report, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
     if len(run_ids) == 1:
@@ -129,47 +172,46 @@ def _page(session: Any, settings: Any, run_ids: list[int], params: ReportParams)
         "PNG": f"{base}.png{query.rstrip('?&')}",
         "API docs": "/docs",
     }
-    return HTMLResponse(html.render(report, svg, links))
+    return html.render(report, svg, links)
 
 
-_SVG = {**responses(404), 200: {"content": {"image/svg+xml": {}}}}
-_PNG = {**responses(404), 200: {"content": {"image/png": {}}}}
-_HTML = {**responses(404), 200: {"content": {"text/html": {}}}}
+async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
+    report = await _build(request, run_ids, params)
+    return HTMLResponse(await _cpu(request, _render_page, report, run_ids))
+
+
+_SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}
+_PNG = {**responses(404, 422), 200: {"content": {"image/png": {}}}}
+_HTML = {**responses(404, 422), 200: {"content": {"text/html": {}}}}
 
 
 @router.get("/runs/{run_id}/report.svg", responses=_SVG)
-def report_svg(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
+async def report_svg(run_id: RunId, request: Request, params: ParamsDep) -> Response:
     """The figure: one row per metric grouped by library, point and CI, zero line, human ceiling."""
-    return _figure(session, settings, [run_id], params, "svg")
+    return await _figure(request, [run_id], params, "svg")
 
 
 @router.get("/runs/{run_id}/report.png", responses=_PNG)
-def report_png(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> Response:
-    return _figure(session, settings, [run_id], params, "png")
+async def report_png(run_id: RunId, request: Request, params: ParamsDep) -> Response:
+    return await _figure(request, [run_id], params, "png")
 
 
 @router.get("/runs/{run_id}/report.html", responses=_HTML)
-def report_html(run_id: int, session: SessionDep, settings: SettingsDep, params: ParamsDep) -> HTMLResponse:
+async def report_html(run_id: RunId, request: Request, params: ParamsDep) -> HTMLResponse:
     """The report as one page readable without JavaScript: agreement, figure, tables."""
-    return _page(session, settings, [run_id], params)
+    return await _page(request, [run_id], params)
 
 
 @router.get("/report.svg", responses=_SVG)
-def pooled_svg(
-    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
-) -> Response:
-    return _figure(session, settings, _run_ids(runs), params, "svg")
+async def pooled_svg(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
+    return await _figure(request, _run_ids(runs), params, "svg")
 
 
 @router.get("/report.png", responses=_PNG)
-def pooled_png(
-    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
-) -> Response:
-    return _figure(session, settings, _run_ids(runs), params, "png")
+async def pooled_png(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
+    return await _figure(request, _run_ids(runs), params, "png")
 
 
 @router.get("/report.html", responses=_HTML)
-def pooled_html(
-    session: SessionDep, settings: SettingsDep, params: ParamsDep, runs: str = Query(...)
-) -> HTMLResponse:
-    return _page(session, settings, _run_ids(runs), params)
+async def pooled_html(request: Request, params: ParamsDep, runs: RunsQuery) -> HTMLResponse:
+    return await _page(request, _run_ids(runs), params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import DatasetId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.rag import service
@@ -17,7 +17,7 @@ router = APIRouter(tags=["retrieval"])
     "/datasets/{dataset_id}/index", status_code=202, response_model=JobRead, responses=responses(404, 422)
 )
 def index_dataset(
-    dataset_id: int, session: SessionDep, settings: SettingsDep, body: IndexRequest | None = None
+    dataset_id: DatasetId, session: SessionDep, settings: SettingsDep, body: IndexRequest | None = None
 ) -> JobRead:
     """Build chunks, the BM25 index and the dense index as a job; nothing is rebuilt when up to date."""
     return service.create_index_job(session, settings, dataset_id, (body or IndexRequest()).force)
@@ -27,7 +27,7 @@ def index_dataset(
     "/datasets/{dataset_id}/retrieve", response_model=RetrieveResponse, responses=responses(404, 409, 422)
 )
 def retrieve(
-    dataset_id: int, body: RetrieveRequest, session: SessionDep, settings: SettingsDep
+    dataset_id: DatasetId, body: RetrieveRequest, session: SessionDep, settings: SettingsDep
 ) -> RetrieveResponse:
     """Ranked chunks with their document, exact character offsets, text and score."""
     return service.retrieve(session, settings, dataset_id, body.query, body.k, body.mode)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import batch_body, read_batch
+from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.runs import service
 from services.runs.schemas import OutputFormat, OutputRead, RunCreate, RunRead
@@ -17,18 +17,18 @@ router = APIRouter(tags=["runs"])
 @router.post(
     "/datasets/{dataset_id}/runs", status_code=201, response_model=RunRead, responses=responses(404, 409)
 )
-def create_run(dataset_id: int, body: RunCreate, session: SessionDep) -> RunRead:
+def create_run(dataset_id: DatasetId, body: RunCreate, session: SessionDep) -> RunRead:
     """Record a system configuration (retriever, k, generator, model, prompt) whose outputs are evaluated."""
     return service.create_run(session, dataset_id, body)
 
 
 @router.get("/datasets/{dataset_id}/runs", response_model=list[RunRead], responses=responses(404))
-def list_runs(dataset_id: int, session: SessionDep) -> list[RunRead]:
+def list_runs(dataset_id: DatasetId, session: SessionDep) -> list[RunRead]:
     return service.list_runs(session, dataset_id)
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=responses(404))
-def get_run(run_id: int, session: SessionDep) -> RunRead:
+def get_run(run_id: RunId, session: SessionDep) -> RunRead:
     return service.run_read(session, service.get_run(session, run_id))
 
 
@@ -48,9 +48,8 @@ def get_run(run_id: int, session: SessionDep) -> RunRead:
     ),
 )
 async def import_outputs(
-    run_id: int,
+    run_id: RunId,
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
     format: OutputFormat = Query("auto", description="auto detects Ragas rows and RAGChecker results"),
 ) -> ImportReport:
@@ -62,10 +61,10 @@ async def import_outputs(
     as a JSON body, a JSONL or CSV body, or a file. Text-only chunks are located in their documents
     (exact, then whitespace-normalised); chunks that cannot be found are kept and marked unlocated.
     """
-    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
-    return service.import_outputs(session, run_id, rows, format)
+    upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return await run_in_session(request, lambda s: service.import_outputs(s, run_id, upload.rows(), format))
 
 
 @router.get("/runs/{run_id}/outputs", response_model=list[OutputRead], responses=responses(404))
-def list_outputs(run_id: int, session: SessionDep) -> list[OutputRead]:
+def list_outputs(run_id: RunId, session: SessionDep) -> list[OutputRead]:
     return service.list_outputs(session, run_id)

@@ -7,9 +7,9 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import batch_body, read_batch
+from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.scores import service
 
@@ -22,19 +22,17 @@ router = APIRouter(tags=["scoring"])
     responses=responses(400, 404, 413, 415, 422),
     openapi_extra=batch_body({"$ref": "#/components/schemas/ExternalScoreIn"}, csv=True),
 )
-async def import_scores(
-    run_id: int, request: Request, session: SessionDep, settings: SettingsDep
-) -> ImportReport:
+async def import_scores(run_id: RunId, request: Request, settings: SettingsDep) -> ImportReport:
     """Precomputed scores `{question_id, metric: "external.<name>", value}`, usable in reports."""
-    rows = await read_batch(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
-    return service.import_external_scores(session, run_id, rows)
+    upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
+    return await run_in_session(request, lambda s: service.import_external_scores(s, run_id, upload.rows()))
 
 
 @router.get(
     "/runs/{run_id}/scores",
     responses={**responses(404), 200: {"content": {"text/csv": {}}}},
 )
-def get_scores(run_id: int, session: SessionDep, format: Literal["json", "csv"] = "json") -> Response:
+def get_scores(run_id: RunId, session: SessionDep, format: Literal["json", "csv"] = "json") -> Response:
     """One row per output, one column per metric, and a `<metric>.error` column explaining null values."""
     header, rows = service.score_table(session, run_id)
     if format == "csv":

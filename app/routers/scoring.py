@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import RunId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.metrics import registry
@@ -70,6 +70,8 @@ def list_metrics(
 @router.post(
     "/runs/{run_id}/scoring-jobs", status_code=202, response_model=JobRead, responses=responses(404, 422)
 )
-def create_scoring(run_id: int, body: ScoringRequest, session: SessionDep, settings: SettingsDep) -> JobRead:
+def create_scoring(
+    run_id: RunId, body: ScoringRequest, session: SessionDep, settings: SettingsDep
+) -> JobRead:
     """Score every output of the run with the given metrics, as a job (follow it at GET /jobs/{id})."""
     return create_scoring_job(session, settings, run_id, body)

@@ -16,7 +16,7 @@ def _not_blank(value: str) -> str:
 
 
 class ChunkingConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     page_max_words: int = Field(default=1000, ge=10, le=100_000)
     max_words: int = Field(default=200, ge=5, le=10_000)
@@ -32,11 +32,11 @@ class ChunkingConfig(BaseModel):
 
 
 class DatasetCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", examples=["fr", "en"])
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=10_000)
     chunking: ChunkingConfig = ChunkingConfig()
 
     _name = field_validator("name")(_not_blank)
@@ -54,7 +54,7 @@ class DatasetRead(BaseModel):
 
 
 class DocumentCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     external_id: str = Field(min_length=1, max_length=300)
     title: str | None = None
@@ -66,7 +66,7 @@ class DocumentCreate(BaseModel):
 
 
 class PassageIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str = Field(min_length=1, description="external id of the document")
     start: int = Field(ge=0, description="character offset (code points) of the first character")
@@ -75,7 +75,7 @@ class PassageIn(BaseModel):
 
 
 class QuestionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     external_id: str = Field(min_length=1, max_length=300)
     question: str
@@ -141,3 +141,7 @@ class ImportReport(BaseModel):
     created: int
     updated: int
     unchanged: int
+    # Outputs only: ratings and scores of answers that this import replaced, moved to history (kept,
+    # excluded from reports).
+    invalidated_ratings: int = 0
+    invalidated_scores: int = 0

@@ -12,11 +12,13 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
+from services.db import read_factory
 from services.jobs.repository import JobRepository
 from services.models import Job, utcnow
 
@@ -25,8 +27,15 @@ log = logging.getLogger("ragmeta.worker")
 
 @dataclass(frozen=True)
 class JobContext:
+    """What handlers share: ``session_factory`` for short write transactions and ``read_factory`` for
+    reads; neither is held across slow work (a judge call, an LLM answer, an index build)."""
+
     session_factory: sessionmaker[Session]
     settings: Settings
+
+    @cached_property
+    def read_factory(self) -> sessionmaker[Session]:
+        return read_factory(self.session_factory)
 
 
 class JobHandler(Protocol):
@@ -87,6 +96,8 @@ class Worker:
                 job.started_at = job.started_at or utcnow()
                 session.commit()
             keys = [i.key for i in items]
+            # No transaction stays open while the batch runs (seconds to minutes).
+            session.commit()
             outcome = self._run_with_heartbeat(handler, job, keys, token)
             for item in items:
                 if outcome is None:

@@ -26,7 +26,7 @@ from services.metrics.base import MetricAdapter, SampleScore
 from services.metrics.samples import build_samples
 from services.models import Job, MetricScore
 from services.runs.repository import RunRepository
-from services.runs.service import get_run
+from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
 
 
@@ -126,38 +126,44 @@ class ScoringHandler:
             name, _, output_id = key.rpartition("|")
             by_metric[name].append(int(output_id))
         outcome: dict[str, str | None] = {}
-        with ctx.session_factory() as session:
+        with ctx.read_factory() as session:
             run = get_run(session, int(job.params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
-            for name, oids in by_metric.items():
-                resolved = registry.resolve(name, int(job.params.get("k", 5)))
-                adapter = registry.load_adapter(resolved, ctx.settings, language)
-                # Judge adapters account their calls per job and metric (and may skip the judge cache).
-                adapter.bind_job(job.id, bool(job.params.get("refresh_judge_cache")))
-                config = adapter.config()
-                ckey = config_key(name, config)
+        for name, oids in by_metric.items():
+            resolved = registry.resolve(name, int(job.params.get("k", 5)))
+            adapter = registry.load_adapter(resolved, ctx.settings, language)
+            # Judge adapters account their calls per job and metric (and may skip the judge cache).
+            adapter.bind_job(job.id, bool(job.params.get("refresh_judge_cache")))
+            config = adapter.config()
+            ckey = config_key(name, config)
+            # Samples are read, then scored with no transaction open (judge calls take seconds).
+            with ctx.read_factory() as session:
                 samples = build_samples(session, oids, resolved.k)
-                present = [oid for oid in oids if oid in samples]
-                t0 = time.perf_counter()
-                try:
-                    results = asyncio.run(adapter.score([samples[o] for o in present]))
-                except Exception as exc:  # a library failing on the whole batch: every item gets the error
-                    err = f"exception: {type(exc).__name__}: {exc}"[:2000]
-                    results = [SampleScore(error=err) for _ in present]
-                per_item_ms = (time.perf_counter() - t0) * 1000 / max(len(present), 1)
+                versions = RunRepository(session).output_versions(oids)
+            present = [oid for oid in oids if oid in samples]
+            t0 = time.perf_counter()
+            try:
+                results = asyncio.run(adapter.score([samples[o] for o in present]))
+            except Exception as exc:  # a library failing on the whole batch: every item gets the error
+                err = f"exception: {type(exc).__name__}: {exc}"[:2000]
+                results = [SampleScore(error=err) for _ in present]
+            per_item_ms = (time.perf_counter() - t0) * 1000 / max(len(present), 1)
+            # Each metric's scores are stored in one short write transaction as soon as they exist.
+            with ctx.session_factory() as session:
+                lock_run(session, int(job.params["run_id"]))
+                # An output re-imported with a new answer while it was being scored: the score describes
+                # the old answer and is not stored (its item fails with the reason; a new job scores it).
+                current = RunRepository(session).output_versions(present)
                 for oid, res in zip(present, results, strict=True):
+                    if current.get(oid) != versions.get(oid):
+                        outcome[f"{name}|{oid}"] = (
+                            "stale: the output's answer changed while it was scored; score the run again"
+                        )
+                        continue
                     if res.latency_ms is None:
                         res.latency_ms = per_item_ms
-                    _store(
-                        session,
-                        job,
-                        name,
-                        ckey,
-                        config,
-                        resolved.k if resolved.spec.uses_k else None,
-                        oid,
-                        res,
-                    )
+                    k = resolved.k if resolved.spec.uses_k else None
+                    _store(session, job, name, ckey, config, k, oid, res)
                     outcome[f"{name}|{oid}"] = res.error
                 for oid in set(oids) - set(present):
                     outcome[f"{name}|{oid}"] = "missing: the output was deleted"
@@ -168,6 +174,5 @@ class ScoringHandler:
                         judge_usage = dict((stored.summary or {}).get("judge_usage", {}))
                         judge_usage[name] = usage
                         stored.summary = {**(stored.summary or {}), "judge_usage": judge_usage}
-                # Each metric's scores are committed as soon as they exist.
                 session.commit()
         return outcome

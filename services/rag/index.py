@@ -98,7 +98,28 @@ def make_chunks(session: Session, dataset_id: int) -> list[ChunkRecord]:
 
 
 def build_part(session: Session, settings: Settings, dataset_id: int, part: str) -> dict[str, Any]:
-    """Build (or load when up to date) one part of the dataset's index and record its state."""
+    """Build (or load when up to date) one part of the dataset's index and record its state.
+
+    The build reads the corpus and can take minutes (encoding): callers that share the database should use
+    ``build_part_files`` in a read transaction and ``record_part`` in a short write transaction.
+    """
+    fp, directory, details = build_part_files(session, settings, dataset_id, part)
+    record_part(session, dataset_id, part, fp, directory, details)
+    return details
+
+
+def record_part(
+    session: Session, dataset_id: int, part: str, fp: str, directory: Path, details: dict[str, Any]
+) -> None:
+    IndexRepository(session).upsert(dataset_id, part, fp, str(directory), details)
+
+
+def build_part_files(
+    session: Session, settings: Settings, dataset_id: int, part: str
+) -> tuple[str, Path, dict[str, Any]]:
+    """Write one part of the index to disk (or keep it when up to date).
+
+    Returns the corpus fingerprint, the index directory and the part's details."""
     fp, config = fingerprint(session, settings, dataset_id)
     directory = index_dir(settings, dataset_id)
     directory.mkdir(parents=True, exist_ok=True)
@@ -118,8 +139,7 @@ def build_part(session: Session, settings: Settings, dataset_id: int, part: str)
         )
     else:
         raise ValueError(f"unknown index part {part!r}")
-    IndexRepository(session).upsert(dataset_id, part, fp, str(directory), details)
-    return details
+    return fp, directory, details
 
 
 def up_to_date(session: Session, settings: Settings, dataset_id: int) -> bool:

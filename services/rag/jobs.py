@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -13,7 +14,7 @@ from services.rag import index
 from services.rag.llm import LLMError
 from services.rag.service import generate_answer, retrieve
 from services.runs.repository import RunRepository
-from services.runs.service import get_run
+from services.runs.service import get_run, lock_run
 
 
 class IndexHandler:
@@ -21,11 +22,15 @@ class IndexHandler:
 
     def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        with ctx.session_factory() as session:
-            for part in keys:
-                index.build_part(session, ctx.settings, int(job.params["dataset_id"]), part)
+        dataset_id = int(job.params["dataset_id"])
+        for part in keys:
+            # Read the corpus and build (minutes) outside any write transaction; record the state briefly.
+            with ctx.read_factory() as session:
+                fp, directory, details = index.build_part_files(session, ctx.settings, dataset_id, part)
+            with ctx.session_factory() as session:
+                index.record_part(session, dataset_id, part, fp, directory, details)
                 session.commit()
-                out[part] = None
+            out[part] = None
         return out
 
 
@@ -34,26 +39,22 @@ class GenerateHandler:
 
     def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        with ctx.session_factory() as session:
+        with ctx.read_factory() as session:
             run = get_run(session, int(job.params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
-            system = run.system or {}
-            mode = system.get("retriever", "hybrid")
-            k = int(system.get("k", 5))
-            for key in keys:
-                question = session.get(Question, int(key))
-                if question is None:
-                    out[key] = "missing: the question was deleted"
-                    continue
-                out[key] = self._one(
-                    session, ctx, run.id, question, language, mode, k, system.get("generator")
-                )
-                session.commit()
+            questions = {key: session.get(Question, int(key)) for key in keys}
+        system = run.system or {}
+        mode = system.get("retriever", "hybrid")
+        k = int(system.get("k", 5))
+        for key, question in questions.items():
+            if question is None:
+                out[key] = "missing: the question was deleted"
+                continue
+            out[key] = self._one(ctx, run.id, question, language, mode, k, system.get("generator"))
         return out
 
     def _one(
         self,
-        session: Session,
         ctx: JobContext,
         run_id: int,
         question: Question,
@@ -63,7 +64,8 @@ class GenerateHandler:
         generator: str | None,
     ) -> str | None:
         t0 = time.perf_counter()
-        found = retrieve(session, ctx.settings, question.dataset_id, question.question, k, mode)  # type: ignore[arg-type]
+        with ctx.read_factory() as session:
+            found = retrieve(session, ctx.settings, question.dataset_id, question.question, k, mode)  # type: ignore[arg-type]
         error = None
         answer = None
         info: dict[str, object] = {}
@@ -77,11 +79,37 @@ class GenerateHandler:
         except LLMError as exc:
             error = str(exc)
             info = {"kind": "llm", "model": ctx.settings.generator.model}
+        # The answer took seconds with no transaction open; it is stored in a short write transaction.
+        with ctx.session_factory() as session:
+            self._store(session, run_id, question, found, answer, error, info, t0)
+            session.commit()
+        return error
+
+    def _store(
+        self,
+        session: Session,
+        run_id: int,
+        question: Question,
+        found: Any,
+        answer: str | None,
+        error: str | None,
+        info: dict[str, object],
+        t0: float,
+    ) -> None:
+        lock_run(session, run_id)
         repo = RunRepository(session)
         output = repo.output_for(run_id, question.id)
+        new_chunks = [(c.document_id, c.start, c.end) for c in found.chunks]
         if output is None:
             output = Output(run_id=run_id, question_id=question.id)
             repo.add(output)
+        else:
+            known = _doc_ids(session, question.dataset_id, {c[0] for c in new_chunks})
+            docs = {d: e for e, d in known.items()}
+            old_chunks = [(docs.get(c.document_id or -1), c.start, c.end) for c in output.chunks]
+            if (output.answer, old_chunks) != (answer, new_chunks):
+                # Generated again with a different answer: the old answer's ratings and scores are stale.
+                repo.retire_dependants([output.id])
         output.answer, output.error, output.generator = answer, error, info
         output.latency_ms = (time.perf_counter() - t0) * 1000
         doc_ids = {c.document_id for c in found.chunks}
@@ -101,7 +129,6 @@ class GenerateHandler:
                 for c in found.chunks
             ],
         )
-        return error
 
 
 def _doc_ids(session: Session, dataset_id: int, external: set[str]) -> dict[str, int]:

@@ -8,7 +8,7 @@ Mode = Literal["hybrid", "bm25", "dense"]
 
 
 class RetrieveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     query: str = Field(min_length=1)
     k: int = Field(default=5, ge=1, le=100)
@@ -31,7 +31,7 @@ class RetrieveResponse(BaseModel):
 
 
 class AnswerRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question: str = Field(min_length=1)
     k: int = Field(default=5, ge=1, le=50)
@@ -53,12 +53,12 @@ class AnswerResponse(BaseModel):
 
 
 class IndexRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     force: bool = Field(default=False, description="rebuild even when the index is up to date")
 
 
 class GenerateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     regenerate: bool = Field(default=False, description="answer again questions that already have an output")

@@ -23,7 +23,7 @@ DEFAULT_RUBRIC_LEVELS = {
 
 
 class RaterCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
 
@@ -34,7 +34,7 @@ class RaterRead(BaseModel):
 
 
 class RubricCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
     min: int = Field(ge=-100, le=100)
@@ -65,7 +65,7 @@ class RubricRead(BaseModel):
 
 
 class RatingIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question_id: str = Field(min_length=1, description="external id of the question")
     rater: str = Field(min_length=1, description="name of a registered rater")

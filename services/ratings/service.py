@@ -28,7 +28,7 @@ from services.ratings.schemas import (
     RubricRead,
 )
 from services.runs.repository import RunRepository
-from services.runs.service import get_run
+from services.runs.service import get_run, lock_run
 from services.validation import duplicate_errors, validate_rows
 
 
@@ -97,7 +97,7 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
     one output by one rater in the batch, or a rubric other than the one the run is already rated with.
     """
-    run = get_run(session, run_id)
+    run = lock_run(session, run_id)
     default = ensure_default_rubric(session)
     repo = RatingRepository(session)
     raters, rubrics = repo.raters(), repo.rubrics()

@@ -42,6 +42,9 @@ class ReportData:
     items: list[Item]
     columns: dict[str, Column]
     ratings: RatingTable
+    # Ratings and scores of earlier answers (kept in history, excluded from the report).
+    retired_ratings: int = 0
+    retired_scores: int = 0
 
 
 def gather(session: Session, run_ids: list[int], reference: str, min_raters: int) -> ReportData:
@@ -95,4 +98,5 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
             col.missing[s.output_id] = f"undefined: {s.reason or 'no value'}"
         if s.details and "higher_is_better" in s.details:
             col.details["higher_is_better"] = s.details["higher_is_better"]
-    return ReportData(datasets.pop(), run_ids, items, columns, table)
+    retired_ratings, retired_scores = RunRepository(session).retired_counts(run_ids)
+    return ReportData(datasets.pop(), run_ids, items, columns, table, retired_ratings, retired_scores)

@@ -18,6 +18,7 @@ from services.models import Run
 from services.ratings.service import rating_table
 from services.reports.data import Column, Item, ReportData, gather
 from services.reports.schemas import Analysis, Comparison, Corr, MetricRow, ReportRead, RunInfo, TypeBreakdown
+from services.runs.repository import RunRepository
 from services.runs.service import get_run
 
 CiKind = Literal["fisher", "bca"]
@@ -26,6 +27,27 @@ TITLES = {
     2: "Retrieval metrics vs word-level recall@{k}",
     3: "Retrieval metrics vs the human reference score",
 }
+
+
+def report_version(session: Session, run_ids: list[int]) -> tuple[object, ...]:
+    """What a cached report of these runs must match to be reused (see services.reports.cache)."""
+    return RunRepository(session).data_version(run_ids)
+
+
+def retired_notes(data: ReportData) -> list[str]:
+    """Say how many ratings and scores were left out because their output's answer changed since."""
+    notes = []
+    if data.retired_ratings:
+        notes.append(
+            f"{data.retired_ratings} rating(s) are for a previous answer of their output "
+            "(kept in history, excluded from this report)"
+        )
+    if data.retired_scores:
+        notes.append(
+            f"{data.retired_scores} metric score(s) are for a previous answer of their output "
+            "(kept in history, excluded from this report; score the run again)"
+        )
+    return notes
 
 
 def run_notes(run: Run) -> list[str]:
@@ -351,7 +373,7 @@ def build_report(
                 metrics[col.name] = _corr(stats.pearson(x, y))
         by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
     n_ref = sum(1 for it in items if it.human is not None)
-    notes = sorted({n for r in runs for n in run_notes(r)})
+    notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data)
     return ReportRead(
         dataset_id=data.dataset_id,
         runs=[RunInfo(id=r.id, name=r.name, notes=run_notes(r)) for r in runs],

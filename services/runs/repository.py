@@ -3,17 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, insert, literal, select, update
 from sqlalchemy.orm import selectinload
 
-from services.models import Dataset, Document, Output, Passage, Question, Rating, RetrievedChunk, Run
+from services.models import (
+    Dataset,
+    Document,
+    MetricScore,
+    MetricScoreHistory,
+    Output,
+    Passage,
+    Question,
+    Rating,
+    RatingHistory,
+    RetrievedChunk,
+    Run,
+    UTCDateTime,
+    utcnow,
+)
 from services.repository import Repository
+
+_RATING_COLUMNS = ["output_id", "rater_id", "rubric_id", "score", "comment", "created_at", "updated_at"]
+_SCORE_COLUMNS = [
+    "output_id", "metric", "config_key", "config", "k", "value", "reason", "error", "details", "tokens",
+    "latency_ms", "job_id", "created_at", "updated_at",
+]  # fmt: skip
 
 
 class RunRepository(Repository):
     def get(self, run_id: int) -> Run | None:
         return self.session.get(Run, run_id)
+
+    def get_for_update(self, run_id: int) -> Run | None:
+        """The run, row-locked until the transaction ends (PostgreSQL; SQLite's writers are serialised by
+        BEGIN IMMEDIATE already): every write to a run's outputs, ratings or scores takes this lock first,
+        so concurrent batches touch the same rows one after the other instead of deadlocking or losing
+        updates."""
+        return self.session.scalar(
+            select(Run).where(Run.id == run_id).with_for_update().execution_options(populate_existing=True)
+        )
 
     def by_name(self, dataset_id: int, name: str) -> Run | None:
         return self.session.scalar(select(Run).where(Run.dataset_id == dataset_id, Run.name == name))
@@ -93,3 +123,82 @@ class RunRepository(Repository):
             .order_by(Output.run_id, Question.id)
         )
         return [(o, q) for o, q in self.session.execute(stmt)]
+
+    def output_versions(self, output_ids: Iterable[int]) -> dict[int, int]:
+        stmt = select(Output.id, Output.version).where(Output.id.in_(list(output_ids)))
+        return {i: v for i, v in self.session.execute(stmt)}
+
+    def retire_dependants(self, output_ids: Sequence[int]) -> tuple[int, int]:
+        """The answers of these outputs changed: bump their version and move their ratings and scores to
+        the history tables (set-based). Returns how many ratings and scores were moved."""
+        ids = list(output_ids)
+        if not ids:
+            return 0, 0
+        now = literal(utcnow(), UTCDateTime())
+        self.session.flush()
+        moved = []
+        for current, history, cols in (
+            (Rating, RatingHistory, _RATING_COLUMNS),
+            (MetricScore, MetricScoreHistory, _SCORE_COLUMNS),
+        ):
+            where = current.output_id.in_(ids)
+            moved.append(self.session.scalar(select(func.count()).select_from(current).where(where)) or 0)
+            self.session.execute(
+                insert(history).from_select(
+                    [*cols, "output_version", "invalidated_at"],
+                    select(*(getattr(current, c) for c in cols), Output.version, now)
+                    .join(Output, Output.id == current.output_id)
+                    .where(where),
+                )
+            )
+            self.session.execute(delete(current).where(where))
+        self.session.execute(
+            update(Output)
+            .where(Output.id.in_(ids))
+            .values(version=Output.version + 1)
+            .execution_options(synchronize_session="fetch")
+        )
+        return int(moved[0]), int(moved[1])
+
+    def retired_counts(self, run_ids: Sequence[int]) -> tuple[int, int]:
+        """Ratings and scores kept in history for earlier answers of these runs' outputs."""
+        ratings = self.session.scalar(
+            select(func.count())
+            .select_from(RatingHistory)
+            .join(Output, Output.id == RatingHistory.output_id)
+            .where(Output.run_id.in_(list(run_ids)))
+        )
+        scores = self.session.scalar(
+            select(func.count())
+            .select_from(MetricScoreHistory)
+            .join(Output, Output.id == MetricScoreHistory.output_id)
+            .where(Output.run_id.in_(list(run_ids)))
+        )
+        return int(ratings or 0), int(scores or 0)
+
+    def data_version(self, run_ids: Sequence[int]) -> tuple[object, ...]:
+        """A fingerprint of everything a report of these runs reads: it changes with any insert, update or
+        delete of their outputs, chunks, ratings, scores (and histories), runs, questions and passages."""
+        ids = list(run_ids)
+        dataset_ids = select(Run.dataset_id).where(Run.id.in_(ids)).scalar_subquery()
+        output_ids = select(Output.id).where(Output.run_id.in_(ids)).scalar_subquery()
+        question_ids = select(Question.id).where(Question.dataset_id.in_(dataset_ids)).scalar_subquery()
+        parts: list[tuple[Any, Any, Any]] = [
+            (Run, Run.id.in_(ids), Run.updated_at),
+            (Output, Output.run_id.in_(ids), Output.updated_at),
+            (RetrievedChunk, RetrievedChunk.output_id.in_(output_ids), None),
+            (Rating, Rating.output_id.in_(output_ids), Rating.updated_at),
+            (MetricScore, MetricScore.output_id.in_(output_ids), MetricScore.updated_at),
+            (RatingHistory, RatingHistory.output_id.in_(output_ids), None),
+            (MetricScoreHistory, MetricScoreHistory.output_id.in_(output_ids), None),
+            (Question, Question.dataset_id.in_(dataset_ids), Question.updated_at),
+            (Passage, Passage.question_id.in_(question_ids), None),
+        ]
+        version: list[object] = []
+        for model, where, updated in parts:
+            cols = [func.count(), func.max(model.id)]
+            if updated is not None:
+                cols.append(func.max(updated))
+            row = self.session.execute(select(*cols).select_from(model).where(where)).one()
+            version.append(tuple(str(v) for v in row))
+        return tuple(version)

@@ -13,7 +13,7 @@ OutputFormat = Literal["auto", "native", "ragas", "ragchecker"]
 class SystemConfig(BaseModel):
     """What produced the outputs; free-form beyond the common fields."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     retriever: str | None = Field(default=None, examples=["hybrid", "bm25", "dense", "external"])
     k: int | None = Field(default=None, ge=1, le=1000)
@@ -23,7 +23,7 @@ class SystemConfig(BaseModel):
 
 
 class RunCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
     system: SystemConfig = SystemConfig()
@@ -43,7 +43,7 @@ class RunRead(BaseModel):
 class ChunkIn(BaseModel):
     """A retrieved chunk: document id + offsets (text optional, checked), or text only (located)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str | None = Field(default=None, description="external id of the document")
     start: int | None = Field(default=None, ge=0)
@@ -72,7 +72,7 @@ def _json_list(value: Any) -> Any:
 
 
 class NativeOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question_id: str = Field(min_length=1, description="external id of the question")
     answer: str
@@ -86,7 +86,7 @@ class NativeOutput(BaseModel):
 class RagasOutput(BaseModel):
     """A Ragas evaluation row; matched to a question by `question_id` if present, else by exact text."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     question_id: str | None = None
     user_input: str
@@ -98,7 +98,7 @@ class RagasOutput(BaseModel):
 
 
 class RagCheckerContext(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     doc_id: str | None = None
     text: str
@@ -107,7 +107,7 @@ class RagCheckerContext(BaseModel):
 class RagCheckerOutput(BaseModel):
     """One entry of RAGChecker's `results` list."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     query_id: str
     query: str | None = None

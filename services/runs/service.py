@@ -42,6 +42,14 @@ def get_run(session: Session, run_id: int) -> Run:
     return run
 
 
+def lock_run(session: Session, run_id: int) -> Run:
+    """The run, locked for writing its outputs, ratings or scores (see RunRepository.get_for_update)."""
+    run = RunRepository(session).get_for_update(run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} does not exist")
+    return run
+
+
 def create_run(session: Session, dataset_id: int, data: RunCreate) -> RunRead:
     get_dataset(session, dataset_id)
     repo = RunRepository(session)
@@ -247,6 +255,12 @@ def _output_state(
     return (answer, generator, latency, chunks)
 
 
+def _content(state: Any) -> Any:
+    """What raters and metrics see of an output: the answer and the chunks (not latency or generator)."""
+    answer, _generator, _latency, chunks = state
+    return answer, chunks
+
+
 def _stored_state(o: Output) -> Any:
     chunks = [
         (c.document_id, c.start, c.end, c.text, c.score, c.location)
@@ -263,7 +277,7 @@ def import_outputs(
     Fails (InvalidItems) on invalid rows, unknown or ambiguous questions, two rows for one question, chunks
     pointing outside their document. Text-only chunks that cannot be found are kept, marked unlocated.
     """
-    run = get_run(session, run_id)
+    run = lock_run(session, run_id)
     drepo = DatasetRepository(session)
     questions = _Questions(list(drepo.questions(run.dataset_id)))
     fmt = detect_format(rows) if fmt == "auto" else fmt
@@ -302,6 +316,7 @@ def import_outputs(
     repo = RunRepository(session)
     existing = repo.outputs_by_question(run_id)
     created = updated = unchanged = 0
+    changed: list[int] = []
     for p, chunks in resolved:
         assert p.question is not None
         new_state = _output_state(
@@ -330,6 +345,8 @@ def import_outputs(
             created += 1
         else:
             updated += 1
+            if _content(_stored_state(out)) != _content(new_state):
+                changed.append(out.id)
         out.answer, out.generator, out.latency_ms, out.error = p.answer, p.generator, p.latency_ms, None
         repo.replace_chunks(
             out,
@@ -347,8 +364,16 @@ def import_outputs(
             ],
         )
         repo.flush()
+    # A new answer (or new chunks) makes the old answer's ratings and scores stale.
+    ratings, scores = repo.retire_dependants(changed)
     return ImportReport(
-        kind="outputs", received=len(rows), created=created, updated=updated, unchanged=unchanged
+        kind="outputs",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        invalidated_ratings=ratings,
+        invalidated_scores=scores,
     )
 
 

@@ -20,7 +20,7 @@ from services.errors import InvalidItems, ItemError
 from services.ingest import Row
 from services.models import MetricScore
 from services.runs.repository import RunRepository
-from services.runs.service import get_run
+from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
 from services.validation import duplicate_errors, validate_rows
 
@@ -29,7 +29,7 @@ _EXTERNAL_NAME = re.compile(r"^external\.[a-z0-9_][a-z0-9_.:@-]*$")
 
 
 class ExternalScoreIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question_id: str = Field(min_length=1)
     metric: str = Field(description="external.<name>: lower-case letters, digits, _ . : @ -")
@@ -62,7 +62,7 @@ def import_external_scores(session: Session, run_id: int, rows: list[Row]) -> Im
     Fails (InvalidItems) on bad names or values, unknown questions, questions without an output in the run,
     and repeated (question, metric) pairs in the batch.
     """
-    run = get_run(session, run_id)
+    run = lock_run(session, run_id)
     questions = DatasetRepository(session).questions_by_external_id(run.dataset_id)
     outputs = RunRepository(session).outputs_by_question(run_id)
     good, errors = validate_rows(rows, ExternalScoreIn)
@@ -155,10 +155,27 @@ def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str
     return header, [{h: r.get(h) for h in header} for r in rows.values()]
 
 
+_FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell safe to open in a spreadsheet: text that a spreadsheet would run as a formula (leading ``=``,
+    ``+``, ``-``, ``@``, tab or CR) gets a leading apostrophe (OWASP's advice); numbers are left as they are,
+    negative ones included."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_LEAD):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
 def table_csv(header: list[str], rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\r\n")
-    writer.writeheader()
+    writer.writerow({h: csv_cell(h) for h in header})
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()

@@ -143,17 +143,24 @@ def test_external_scores_import_and_table(client: TestClient) -> None:
         ({"question_id": "q1", "metric": "ragas.faithfulness", "value": 1}, "metric"),
         ({"question_id": "q1", "metric": "external.x", "value": "abc"}, "value"),
         ({"question_id": "q1", "metric": "external.x", "value": float("inf")}, "value"),
+        ({"question_id": "q1", "metric": "external.x", "value": "nan"}, "value"),
         ({"question_id": "q2", "metric": "external.x", "value": 1}, "question_id"),
     ],
 )
 def test_bad_external_scores(client: TestClient, row: dict[str, Any], field: str) -> None:
     run = rated_run(client)
     if row["value"] == float("inf"):
+        # JSON has no Infinity: refused while parsing, before any row is read (400, the reason named).
         r = client.post(
             f"/runs/{run}/scores",
             content=b'[{"question_id": "q1", "metric": "external.x", "value": Infinity}]',
             headers={"content-type": "application/json"},
         )
+        body = assert_envelope(r, 400, "MalformedInput")
+        assert "Infinity" in body["items"][0]["reason"]
+        # In a CSV cell the text "inf" is read as a number, and refused as one.
+        csv_body = b"question_id,metric,value\nq1,external.x,inf\n"
+        r = client.post(f"/runs/{run}/scores", content=csv_body, headers={"content-type": "text/csv"})
     else:
         r = client.post(f"/runs/{run}/scores", json=[row])
     body = assert_envelope(r, 422)

@@ -1,0 +1,45 @@
+"""Computed reports kept in memory, keyed on the request and on the version of the data they read.
+
+A report is recomputed only when something it reads changed (outputs, ratings, scores, questions and
+passages, and their histories); see ``RunRepository.data_version``. Thread-safe: reports are computed in
+worker threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from cachetools import LRUCache
+
+T = TypeVar("T")
+
+
+class ReportCache(Generic[T]):
+    def __init__(self, maxsize: int) -> None:
+        self._cache: LRUCache[Hashable, T] | None = LRUCache(maxsize) if maxsize > 0 else None
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> T | None:
+        if self._cache is None:
+            return None
+        with self._lock:
+            value = self._cache.get(key)
+            if value is not None:
+                self.hits += 1
+            return value
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The cached value, or ``compute()`` stored under ``key`` (computed outside the lock)."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        value = compute()
+        if self._cache is not None:
+            with self._lock:
+                self.misses += 1
+                self._cache[key] = value
+        return value

@@ -1,0 +1,101 @@
+"""A re-imported output whose answer or chunks changed retires its ratings and scores (kept in history,
+excluded from reports, counted); an unchanged re-import changes nothing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, func, select
+
+from services.jobs.worker import JobContext, Worker
+from services.models import MetricScore, MetricScoreHistory, Output, Rating, RatingHistory
+from tests.api.helpers import load_mini
+from tests.api.test_outputs import make_run, native_outputs
+
+
+def _count(engine: Engine, model: Any) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(model)).scalar_one())
+
+
+def _rated_and_scored(client: TestClient) -> int:
+    ds = load_mini(client)
+    run = make_run(client, ds)
+    assert client.post(f"/runs/{run}/outputs", json=native_outputs()).status_code == 200
+    assert client.post("/raters", json=[{"name": "alice"}, {"name": "bob"}]).status_code == 200
+    ratings = [
+        {"question_id": q, "rater": r, "score": s}
+        for q, r, s in [("q1", "alice", 4), ("q1", "bob", 5), ("q4", "alice", 2), ("q4", "bob", 1)]
+    ]
+    assert client.post(f"/runs/{run}/ratings", json=ratings).status_code == 200
+    external = [
+        {"question_id": "q1", "metric": "external.judge", "value": 0.9},
+        {"question_id": "q4", "metric": "external.judge", "value": 0.1},
+    ]
+    assert client.post(f"/runs/{run}/scores", json=external).status_code == 200
+    return run
+
+
+def test_unchanged_reimport_changes_nothing(client: TestClient, engine: Engine) -> None:
+    run = _rated_and_scored(client)
+    r = client.post(f"/runs/{run}/outputs", json=native_outputs()).json()
+    assert (r["unchanged"], r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (2, 0, 0, 0)
+    assert len(client.get(f"/runs/{run}/ratings").json()) == 4
+    assert _count(engine, RatingHistory) == _count(engine, MetricScoreHistory) == 0
+
+
+def test_metadata_only_change_keeps_ratings(client: TestClient) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    rows[0]["latency_ms"] = 1234.0  # not what raters or metrics see
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (1, 0, 0)
+
+
+def test_changed_answer_retires_its_ratings_and_scores(client: TestClient, engine: Engine) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    rows[0]["answer"] = "Le forfait coûte 9,99 € par mois, sans engagement."
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["updated"], r["unchanged"]) == (1, 1)
+    assert (r["invalidated_ratings"], r["invalidated_scores"]) == (2, 1)
+    ratings = client.get(f"/runs/{run}/ratings").json()
+    assert sorted((x["question_id"], x["rater"]) for x in ratings) == [("q4", "alice"), ("q4", "bob")]
+    # Kept in history with the version they were given for.
+    assert _count(engine, RatingHistory) == 2 and _count(engine, MetricScoreHistory) == 1
+    with engine.connect() as conn:
+        versions = conn.execute(select(RatingHistory.output_version, RatingHistory.score)).all()
+        assert sorted(versions) == [(1, 4), (1, 5)]
+        assert conn.execute(select(func.max(Output.version))).scalar_one() == 2
+        assert conn.execute(select(func.count()).select_from(MetricScore)).scalar_one() == 1
+        assert conn.execute(select(func.count()).select_from(Rating)).scalar_one() == 2
+    table = {row["question_id"]: row for row in client.get(f"/runs/{run}/scores").json()["rows"]}
+    assert table["q1"].get("external.judge") is None and table["q4"]["external.judge"] == 0.1
+    report = client.get(f"/runs/{run}/report").json()
+    notes = " ".join(report["notes"])
+    assert "2 rating(s) are for a previous answer" in notes
+    assert "1 metric score(s) are for a previous answer" in notes
+    # Rating the new answer works; the same answer again changes nothing more.
+    again = client.post(f"/runs/{run}/ratings", json=[{"question_id": "q1", "rater": "alice", "score": 3}])
+    assert again.status_code == 200
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["unchanged"], r["invalidated_ratings"]) == (2, 0)
+    assert len(client.get(f"/runs/{run}/ratings").json()) == 3
+
+
+def test_changed_chunks_retire_and_a_new_job_scores_again(client: TestClient) -> None:
+    run = _rated_and_scored(client)
+    first = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
+    app = client.app
+    Worker(JobContext(app.state.session_factory, app.state.settings)).drain()  # type: ignore[attr-defined]
+    assert client.get(f"/jobs/{first['id']}").json()["done"] == 2
+    again = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
+    assert again["summary"]["skipped_already_computed"] == 2 and again["total"] == 0
+    rows = copy.deepcopy(native_outputs())
+    rows[0]["retrieved"] = rows[0]["retrieved"][:1]  # one chunk fewer: the retrieval changed
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert r["invalidated_scores"] == 2 and r["invalidated_ratings"] == 2  # word recall + external; 2 ratings
+    third = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
+    assert third["summary"]["skipped_already_computed"] == 1 and third["total"] == 1
