@@ -34,6 +34,7 @@ from services.jobs.worker import JobContext, Worker
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
 from services.reports.cache import ReportCache
+from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         if worker is not None:
             worker.stop()
+        app.state.report_pool.close()
         engine.dispose()
 
     app = FastAPI(
@@ -101,6 +103,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Report renders are CPU-bound: a few at a time, waiting on the loop rather than in pool threads.
     app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
     app.state.report_cache = ReportCache(settings.report_cache_size)
+    app.state.report_inflight = {}
+    app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
     for module in (

@@ -7,8 +7,8 @@ scores), scoring jobs (cheap reference/classical metrics, run by the embedded wo
 prober asks /healthz every 50 ms. Printed per database and operation: count, p50/p95/p99 (ms), server errors,
 requests over 5 s; throughput; and the loaded/unloaded latency ratio (each operation alone first).
 
-    python bench/load.py [--clients 50] [--seconds 60] [--db sqlite,postgres]
-                         [--pg-url postgresql+psycopg://...]
+    python bench/load.py [--clients 50] [--seconds 60] [--pg-url postgresql+psycopg://...]
+        [--variants sqlite:threads,sqlite:processes,postgres:processes]
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q / 100 * (len(values) - 1)))]
 
 
-def start_server(url: str, port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+def start_server(url: str, port: int, data_dir: Path, report_processes: int) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        "RAGMETA_REPORT_PROCESSES": str(report_processes),
         "RAGMETA_DATABASE_URL": url,
         "RAGMETA_DATA_DIR": str(data_dir),
         "RAGMETA_AUTO_MIGRATE": "true",
@@ -182,11 +183,11 @@ async def alone(base: str, run: int, outputs: list[dict[str, Any]], repeat: int 
     return out
 
 
-def bench(name: str, url: str, port: int, clients: int, seconds: float) -> dict[str, Any]:
+def bench(name: str, url: str, port: int, clients: int, seconds: float, processes: int) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"ragmeta-load-{name}-"))
     if url.startswith("postgresql"):
         reset_postgres(url)
-    proc = start_server(url, port, data_dir)
+    proc = start_server(url, port, data_dir, processes)
     try:
         base = f"http://127.0.0.1:{port}"
         run, outputs = seed(base)
@@ -206,43 +207,53 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--db", default="sqlite,postgres")
+    ap.add_argument(
+        "--variants",
+        default="sqlite:threads,sqlite:processes,postgres:processes",
+        help="database:reports pairs; reports in API threads (the obvious way) or in report processes",
+    )
     ap.add_argument("--pg-url", default=os.environ.get("RAGMETA_BENCH_PG_URL"))
     ap.add_argument("--port", type=int, default=8765)
     args = ap.parse_args()
     results = {}
-    for name in args.db.split(","):
-        if name == "sqlite":
+    for variant in args.variants.split(","):
+        db, _, mode = variant.partition(":")
+        if db == "sqlite":
             url = f"sqlite:///{tempfile.mkdtemp(prefix='ragmeta-load-db-')}/load.db"
         elif args.pg_url:
             url = args.pg_url
         else:
-            print("postgres: skipped (give --pg-url or RAGMETA_BENCH_PG_URL)")
+            print(f"{variant}: skipped (give --pg-url or RAGMETA_BENCH_PG_URL)")
             continue
-        print(f"== {name}: {args.clients} clients for {args.seconds:.0f} s ...", flush=True)
-        results[name] = bench(name, url, args.port, args.clients, args.seconds)
+        processes = 0 if mode == "threads" else 1
+        print(f"== {variant}: {args.clients} clients for {args.seconds:.0f} s ...", flush=True)
+        results[variant] = bench(db, url, args.port, args.clients, args.seconds, processes)
     print()
-    header = f"{'op':<10}" + "".join(
-        f"{db + ' ' + col:>9}"
-        for db in results
-        for col in ("n", "p50", "p95", "p99", "5xx", ">5s", "x alone")
-    )
-    print(header)
-    for op in [*WEIGHTS, "healthz"]:
-        line = f"{op:<10}"
-        for res in results.values():
+    cols = ("n", "p50", "p95", "p99", "5xx", ">5s", "x alone")
+    for variant, res in results.items():
+        print(f"{variant}: " + "  ".join(f"{c:>7}" for c in cols))
+        for op in [*WEIGHTS, "healthz"]:
             lat = res["lat"].get(op, [])
             p50 = pct(lat, 50)
-            line += f"{len(lat):>9}{p50:>9.0f}{pct(lat, 95):>9.0f}{pct(lat, 99):>9.0f}"
-            line += f"{res['errors'].get(op, 0):>9}{sum(1 for x in lat if x > 5000):>9}"
-            line += f"{p50 / max(res['alone'][op], 1e-9):>9.1f}"
-        print(line)
-    for db, res in results.items():
+            cells = [len(lat), f"{p50:.0f}", f"{pct(lat, 95):.0f}", f"{pct(lat, 99):.0f}",
+                     res["errors"].get(op, 0), sum(1 for x in lat if x > 5000),
+                     f"{p50 / max(res['alone'][op], 1e-9):.1f}"]  # fmt: skip
+            print(f"  {op:<{len(variant) - 1}}" + "  ".join(f"{c!s:>7}" for c in cells))
         total = sum(len(v) for k, v in res["lat"].items() if k != "healthz")
         print(
-            f"{db}: {total / res['wall']:.1f} requests/s over {res['wall']:.0f} s; "
-            f"server errors {sum(res['errors'].values())}; 4xx {dict(res['other']) or 0}"
+            f"  {total / res['wall']:.1f} requests/s over {res['wall']:.0f} s; server errors "
+            f"{sum(res['errors'].values())}; 4xx {dict(res['other']) or 0}\n"
         )
+    if len(results) > 1:
+        first, *others = results
+        print("ratios to " + first + " (p95; healthz p99):")
+        for other in others:
+            parts = []
+            for op in [*WEIGHTS, "healthz"]:
+                q = 99 if op == "healthz" else 95
+                a, b = pct(results[first]["lat"][op], q), pct(results[other]["lat"][op], q)
+                parts.append(f"{op} {b / max(a, 1e-9):.2f}")
+            print(f"  {other}: " + ", ".join(parts))
 
 
 if __name__ == "__main__":

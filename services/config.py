@@ -99,7 +99,9 @@ class Settings(BaseSettings):
     # Origins (scheme://host[:port]) of other web pages allowed to write to this service; its own pages
     # always may. Browsers' cross-origin writes from anywhere else are refused (403).
     allowed_origins: list[str] = []
-    # Reports computed at once (CPU-bound); further report requests wait their turn.
+    # Report worker processes (CPU-bound statistics and figures off the API's GIL); 0: in API threads.
+    report_processes: int = Field(default=1, ge=0, le=64)
+    # Reports computed at once in API threads when report_processes is 0.
     max_concurrent_reports: int = Field(default=2, ge=1)
     # Computed reports kept in memory, keyed on the data they were computed from.
     report_cache_size: int = Field(default=64, ge=0)

@@ -38,6 +38,10 @@ class ServiceError(Exception):
         self.detail = detail
         self.items = items or []
 
+    def __reduce__(self) -> tuple[type[ServiceError], tuple[str, list[ItemError]]]:
+        # Raised in a report worker process and re-raised in the API: keep the items.
+        return (type(self), (self.detail, self.items))
+
 
 class NotFound(ServiceError):
     status = 404

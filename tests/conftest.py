@@ -107,6 +107,9 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         data_dir=tmp_path / "data",
         max_upload_bytes=256 * 1024,
         jobs={"embedded_worker": False},  # type: ignore[arg-type]
+        # Reports in the API's threads (a process pool per test app would cost seconds each); the process
+        # path has its own tests.
+        report_processes=0,
     )
 
 

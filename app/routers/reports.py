@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from sqlalchemy.orm import Session
 
 from app.deps import MAX_ID, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
-from services.reports import figure, html
+from services.reports import render
 from services.reports.schemas import ReportRead
-from services.reports.service import agreement_block, build_report, report_rows, report_version
+from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 
 router = APIRouter(tags=["reports"])
@@ -71,30 +71,35 @@ def _run_ids(runs: str) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
+async def _compute(request: Request, fn: Any, *args: Any) -> Any:
+    """CPU-bound report work: in a report worker process when the app has them (the API's GIL stays free),
+    else in a thread under the report limiter (see app.deps for the rule)."""
+    pool = request.app.state.report_pool
+    if pool.processes:
+        return await asyncio.wrap_future(pool.submit(fn, *args))
+    return await anyio.to_thread.run_sync(pool.run_here, fn, *args, limiter=request.app.state.report_limiter)
+
+
 async def _build(request: Request, run_ids: list[int], params: ReportParams) -> ReportRead:
-    """The report, from the cache when the data it reads has not changed (see app.deps for the rule)."""
-    settings = request.app.state.settings
-    cache = request.app.state.report_cache
+    """The report, from the cache when the data it reads has not changed; identical requests arriving
+    together share one computation."""
+    state = request.app.state
     key = (
         tuple(run_ids),
         tuple(sorted((k, str(v)) for k, v in params.kwargs.items())),
         await run_in_session(request, report_version, run_ids),
     )
-    hit = cache.get(key)
+    hit = state.report_cache.get(key)
     if hit is not None:
         return hit  # type: ignore[no-any-return]
-
-    def compute(session: Session) -> ReportRead:
-        return cache.get_or_compute(  # type: ignore[no-any-return]
-            key, lambda: build_report(session, settings, run_ids, **params.kwargs)
-        )
-
-    return await run_in_session(request, compute, limiter=request.app.state.report_limiter)
-
-
-async def _cpu(request: Request, fn: Any, *args: Any) -> Any:
-    """CPU-bound rendering (CSV, figure, page) in a thread, under the report limiter."""
-    return await anyio.to_thread.run_sync(fn, *args, limiter=request.app.state.report_limiter)
+    pending = state.report_inflight.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(_compute(request, render.report, run_ids, params.kwargs))
+        state.report_inflight[key] = pending
+        pending.add_done_callback(lambda _: state.report_inflight.pop(key, None))
+    report: ReportRead = await asyncio.shield(pending)
+    state.report_cache.put(key, report)
+    return report
 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
@@ -129,11 +134,7 @@ async def agreement(
 ) -> dict[str, Any]:
     """Inter-rater agreement: pairwise Pearson/Spearman, Krippendorff's α with a bootstrap CI, ICCs,
     quadratic κ (two raters), exact and ±1 agreement, and the ceiling sqrt(ICC(A,k))."""
-    return await run_in_session(
-        request,
-        lambda s: agreement_block(s, settings, [run_id], seed),
-        limiter=request.app.state.report_limiter,
-    )
+    return await _compute(request, render.agreement, [run_id], seed)  # type: ignore[no-any-return]
 
 
 @router.get("/runs/{run_id}/report", responses={**responses(404, 422), **_CSV})
@@ -155,29 +156,13 @@ async def pooled_report(
 async def _figure(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
     report = await _build(request, run_ids, params)
     media = "image/svg+xml" if fmt == "svg" else "image/png"
-    body = await _cpu(request, figure.render, report, "svg" if fmt == "svg" else "png")
+    body = await _compute(request, render.figure_bytes, report, "svg" if fmt == "svg" else "png")
     return Response(body, media_type=media)
-
-
-def _render_page(report: ReportRead, run_ids: list[int]) -> str:
-    svg = figure.render(report, "svg").decode("utf-8")
-    svg = svg[svg.index("<svg") :]
-    if len(run_ids) == 1:
-        base, query = f"/runs/{run_ids[0]}/report", "?"
-    else:
-        base, query = "/report", f"?runs={','.join(map(str, run_ids))}&"
-    links = {
-        "JSON": f"{base}{query.rstrip('?&')}",
-        "CSV": f"{base}{query}format=csv",
-        "PNG": f"{base}.png{query.rstrip('?&')}",
-        "API docs": "/docs",
-    }
-    return html.render(report, svg, links)
 
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
     report = await _build(request, run_ids, params)
-    return HTMLResponse(await _cpu(request, _render_page, report, run_ids))
+    return HTMLResponse(await _compute(request, render.page, report, run_ids))
 
 
 _SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 
-from services.models import Output, Rater, Rating, Rubric
+from services.models import Output, Question, Rater, Rating, Rubric, utcnow
 from services.repository import Repository
+
+# Above this many ids, a filter reads the whole run rather than binding one parameter per id.
+_MAX_IN = 2000
 
 
 class RatingRepository(Repository):
@@ -30,3 +34,54 @@ class RatingRepository(Repository):
             .order_by(Output.id, Rater.id)
         )
         return [tuple(row) for row in self.session.execute(stmt)]  # type: ignore[misc]
+
+    def rubric_names_of_run(self, run_id: int) -> set[str]:
+        stmt = (
+            select(Rubric.name)
+            .distinct()
+            .join(Rating, Rating.rubric_id == Rubric.id)
+            .join(Output, Output.id == Rating.output_id)
+            .where(Output.run_id == run_id)
+        )
+        return set(self.session.scalars(stmt))
+
+    def output_ids_by_question(
+        self, dataset_id: int, run_id: int, external_ids: Iterable[str]
+    ) -> dict[str, tuple[int, int | None]]:
+        """For each of these external question ids of the dataset: (question id, the run's output id or
+        None when the run has no output for it)."""
+        ids = list(external_ids)
+        on = (Output.question_id == Question.id) & (Output.run_id == run_id)
+        stmt = (
+            select(Question.external_id, Question.id, Output.id)
+            .join(Output, on, isouter=True)
+            .where(Question.dataset_id == dataset_id)
+        )
+        if len(ids) <= _MAX_IN:
+            stmt = stmt.where(Question.external_id.in_(ids))
+        return {ext: (qid, oid) for ext, qid, oid in self.session.execute(stmt)}
+
+    def existing(
+        self, run_id: int, output_ids: Iterable[int], rater_ids: Iterable[int]
+    ) -> dict[tuple[int, int], tuple[int, int, str | None, int]]:
+        """(output id, rater id) -> (rating id, score, comment, rubric id), for these outputs and raters."""
+        outputs, raters = list(output_ids), list(rater_ids)
+        stmt = select(
+            Rating.output_id, Rating.rater_id, Rating.id, Rating.score, Rating.comment, Rating.rubric_id
+        ).where(Rating.rater_id.in_(raters))
+        if len(outputs) <= _MAX_IN:
+            stmt = stmt.where(Rating.output_id.in_(outputs))
+        else:
+            stmt = stmt.join(Output, Output.id == Rating.output_id).where(Output.run_id == run_id)
+        return {(o, r): (i, s, c, b) for o, r, i, s, c, b in self.session.execute(stmt)}
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            self.session.execute(insert(Rating), [{"created_at": now, "updated_at": now, **r} for r in rows])
+
+    def update_many(self, rows: list[dict[str, Any]]) -> None:
+        """Rows with their ``id``: a bulk UPDATE by primary key."""
+        if rows:
+            now = utcnow()
+            self.session.execute(update(Rating), [{"updated_at": now, **r} for r in rows])

@@ -15,7 +15,7 @@ from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.errors import Conflict, InvalidItems, ItemError
 from services.ingest import Row
-from services.models import Rater, Rating, Rubric
+from services.models import Rater, Rubric
 from services.ratings.repository import RatingRepository
 from services.ratings.schemas import (
     DEFAULT_RUBRIC_LEVELS,
@@ -27,7 +27,6 @@ from services.ratings.schemas import (
     RubricCreate,
     RubricRead,
 )
-from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.validation import duplicate_errors, validate_rows
 
@@ -101,19 +100,18 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     default = ensure_default_rubric(session)
     repo = RatingRepository(session)
     raters, rubrics = repo.raters(), repo.rubrics()
-    questions = DatasetRepository(session).questions_by_external_id(run.dataset_id)
-    outputs = RunRepository(session).outputs_by_question(run_id)
-    existing = {(rating.output_id, rating.rater_id): rating for rating, *_ in repo.ratings_of_runs([run_id])}
-    run_rubrics = {rubric.name for *_, rubric in repo.ratings_of_runs([run_id])}
+    run_rubrics = repo.rubric_names_of_run(run_id)
 
     good, errors = validate_rows(rows, RatingIn)
+    # Only what this batch names is read: the cost of a small batch does not grow with the run.
+    targets = repo.output_ids_by_question(run.dataset_id, run_id, {item.question_id for _, item in good})
     errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
     resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
     for row, item in good:
         rubric_name = item.rubric or default.name
         rubric = rubrics.get(rubric_name)
         rater = raters.get(item.rater)
-        question = questions.get(item.question_id)
+        target = targets.get(item.question_id)
         bad = len(errors)
         if rater is None:
             errors.append(
@@ -124,11 +122,11 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
                     row.line,
                 )
             )
-        if question is None:
+        if target is None:
             errors.append(
                 ItemError(row.index, "question_id", f"unknown question {item.question_id!r}", row.line)
             )
-        elif question.id not in outputs:
+        elif target[1] is None:
             errors.append(
                 ItemError(
                     row.index, "question_id", f"run {run_id} has no output for {item.question_id!r}", row.line
@@ -155,34 +153,30 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
                     row.line,
                 )
             )
-        if len(errors) == bad and rater and question and rubric:
-            resolved.append((item, outputs[question.id].id, rater, rubric))
+        if len(errors) == bad and rater and target and target[1] is not None and rubric:
+            resolved.append((item, target[1], rater, rubric))
     if len({rubric.name for *_, rubric in resolved} | run_rubrics) > 1 and not errors:
         errors.append(ItemError(None, "rubric", "one run is rated on one rubric; this batch mixes several"))
     if errors:
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
         raise InvalidItems(f"{len(errors)} invalid rating row(s); nothing was imported", errors)
 
-    created = updated = unchanged = 0
+    existing = repo.existing(run_id, {o for _, o, *_ in resolved}, {r.id for _, _, r, _ in resolved})
+    new: list[dict[str, object]] = []
+    changed: list[dict[str, object]] = []
+    unchanged = 0
     for item, output_id, rater, rubric in resolved:
-        rating = existing.get((output_id, rater.id))
-        if rating is None:
-            repo.add(
-                Rating(
-                    output_id=output_id,
-                    rater_id=rater.id,
-                    rubric_id=rubric.id,
-                    score=item.score,
-                    comment=item.comment,
-                )
-            )
-            created += 1
-        elif (rating.score, rating.comment, rating.rubric_id) == (item.score, item.comment, rubric.id):
+        values = {"score": item.score, "comment": item.comment, "rubric_id": rubric.id}
+        stored = existing.get((output_id, rater.id))
+        if stored is None:
+            new.append({"output_id": output_id, "rater_id": rater.id, **values})
+        elif stored[1:] == (item.score, item.comment, rubric.id):
             unchanged += 1
         else:
-            rating.score, rating.comment, rating.rubric_id = item.score, item.comment, rubric.id
-            updated += 1
-    repo.flush()
+            changed.append({"id": stored[0], **values})
+    repo.insert_many(new)
+    repo.update_many(changed)
+    created, updated = len(new), len(changed)
     return ImportReport(
         kind="ratings", received=len(rows), created=created, updated=updated, unchanged=unchanged
     )

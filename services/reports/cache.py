@@ -32,6 +32,12 @@ class ReportCache(Generic[T]):
                 self.hits += 1
             return value
 
+    def put(self, key: Hashable, value: T) -> None:
+        if self._cache is not None:
+            with self._lock:
+                self.misses += 1
+                self._cache[key] = value
+
     def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached value, or ``compute()`` stored under ``key`` (computed outside the lock)."""
         hit = self.get(key)

@@ -156,3 +156,21 @@ def test_mixed_writers_and_health_stay_answered(live_server: str, writers: int) 
     assert len({(r["question_id"], r["rater"]) for r in stored}) == len(stored)
     retired = [n for n in report["notes"] if "previous answer" in n]
     assert len(stored) == writers * N_QUESTIONS or retired
+
+
+def test_reports_in_worker_processes_equal_reports_in_threads(live_server: str, settings: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    run = _seed(live_server)  # the served app computes reports in its threads (report_processes=0)
+    threads = httpx.get(f"{live_server}/runs/{run}/report", timeout=HANG_GUARD_S)
+    in_processes = settings.model_copy(update={"report_processes": 1})
+    with TestClient(create_app(in_processes)) as c:
+        processes = c.get(f"/runs/{run}/report")
+        missing = c.get("/runs/999999/report")
+        assert c.app.state.report_pool._executor is not None  # type: ignore[attr-defined]
+    assert processes.status_code == threads.status_code == 200
+    assert processes.json() == threads.json()
+    # A NotFound raised in the worker process keeps its status and envelope.
+    assert missing.status_code == 404 and missing.json()["error"] == "NotFound"
