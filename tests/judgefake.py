@@ -5,6 +5,7 @@
 - a JSON schema embedded in a message    -> JSON from it (instructor JSON mode: Ragas)
 - RAGChecker / refchecker text prompts   -> KG triplets, one label per claim
 - DeepEval plain prompts ending "JSON:"  -> the prompt's own example JSON
+- DeepEval verdict lists "one per context" -> as many verdicts as the prompt says there are contexts
 
 Tests script particular verdicts with ``override(body) -> str | None`` (the assistant text) to get scores
 they can compute by hand. This is a test double: it never produces a report.
@@ -90,6 +91,27 @@ def example_json(text: str) -> dict[str, Any] | None:
     return found[-1] if found else None
 
 
+_COUNT = re.compile(r"(?:EQUAL TO|ÉGAL À)\s*(\d+)|\((\d+) documents?\)", re.IGNORECASE)
+
+
+def verdict_count(prompt: str) -> int | None:
+    """The number of verdicts a DeepEval prompt asks for when it says it ("EQUAL TO 3", "(3 documents)"):
+    one per context. Otherwise lists get two items, as the judge splitting any text in two."""
+    m = _COUNT.search(prompt)
+    return int(m.group(1) or m.group(2)) if m else None
+
+
+def _two_of_each(example: dict[str, Any], verdicts: int | None) -> dict[str, Any]:
+    """The prompt's example with every list cut or repeated to two items (``verdicts`` for the verdicts when
+    the prompt says how many): consistent with the two statements the judge finds in any text."""
+    out = dict(example)
+    for key, value in example.items():
+        if isinstance(value, list) and value:
+            n = verdicts if key == "verdicts" and verdicts else 2
+            out[key] = [value[i % len(value)] for i in range(n)]
+    return out
+
+
 def text_of(message: dict[str, Any]) -> str:
     c = message.get("content") or ""
     if isinstance(c, list):
@@ -118,12 +140,16 @@ def answer(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | Non
     rf = body.get("response_format") or {}
     if rf.get("type") == "json_schema":
         s = rf["json_schema"].get("schema", {})
-        return json.dumps(gen(s, s)), None
+        obj = gen(s, s)
+        wanted = verdict_count(last)
+        if wanted and isinstance(obj, dict) and isinstance(obj.get("verdicts"), list) and obj["verdicts"]:
+            obj["verdicts"] = [obj["verdicts"][0]] * wanted
+        return json.dumps(obj), None
     s = embedded_schema(everything)
     if s is not None:
         return json.dumps(gen(s, s)), None
     if "### Claims:" in last and "Entailment" in last:
-        block = last.rsplit("### Claims:", 1)[1].split("Your answer should", 1)[0]
+        block = last.rsplit("### Claims:", 1)[1].lstrip("\n").split("\n\n", 1)[0]
         n = sum(1 for ln in block.splitlines() if ln.strip())
         return "\n".join(["Entailment"] * max(n, 1)), None
     if "### KG:" in last or "extract a KG" in last:
@@ -133,7 +159,7 @@ def answer(body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | Non
     if re.search(r"JSON:\s*$", last):
         ex = example_json(last)
         if ex is not None:
-            return json.dumps(ex), None
+            return json.dumps(_two_of_each(ex, verdict_count(last))), None
     if rf.get("type") == "json_object":
         return "{}", None
     return TEXT, None

@@ -5,7 +5,9 @@ stack, retry policy and concurrency knobs. Rather than tuning four stacks, each 
 ``http://127.0.0.1:<port>/g/<job>/<metric>/<scope>/v1``; the gateway is then the one place that
 
 - bounds concurrent upstream calls across all libraries (``judge.max_concurrency``);
-- retries 429 / 5xx / timeouts / connection errors with exponential back-off (``judge.retries``);
+- retries 429 / 5xx / timeouts / connection errors with exponential back-off (``judge.retries``), or after
+  the delay the judge asks for in ``Retry-After`` / ``retry-after-ms`` when it is within the timeout (a longer
+  one ends the retries at once: waiting past the timeout would only hold the metric);
 - caches answers in the database, keyed on the upstream model and the full request body, so a second scoring
   of a run makes no upstream call and identical requests from different metrics are sent once. Requests a
   metric repeats on purpose (Ragas' answer relevancy asks the same prompt several times) are told apart by
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import hashlib
 import json
 import logging
@@ -62,6 +65,31 @@ class JudgeFailure(Exception):
         self.cause = cause
 
 
+def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """The delay a 429 / 503 answer asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
+    HTTP date; None when absent or unreadable."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 def request_key(model: str, body: dict[str, Any], occurrence: int) -> str:
     # Fields that only steer transport do not change the answer.
     payload = {k: v for k, v in body.items() if k not in ("stream", "user", "metadata")}
@@ -94,6 +122,8 @@ class JudgeGateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._client: httpx.AsyncClient | None = None
+        # The back-off's sleep: a seam for tests, which record the delays instead of waiting them out.
+        self.sleep = asyncio.sleep
         self.port = 0
 
     # -------------------------------------------------------------------------------------------- lifecycle
@@ -276,10 +306,14 @@ class JudgeGateway:
         payload = {**body, "model": model}
         attempts = max(0, self.judge.retries) + 1
         last = JudgeFailure("error", "no attempt made")
+        asked: float | None = None  # the delay the judge's last answer asked for (Retry-After)
         for attempt in range(attempts):
             if attempt:
-                # Exponential back-off with jitter: 0.5, 1, 2, 4 ... seconds (capped at 20).
-                await asyncio.sleep(min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+                # The judge's own delay when it gave one, else exponential back-off with jitter:
+                # 0.5, 1, 2, 4 ... seconds (capped at 20).
+                backoff = min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random())
+                await self.sleep(asked if asked is not None else backoff)
+            asked = None
             async with self._semaphore:
                 t0 = time.perf_counter()
                 try:
@@ -291,11 +325,17 @@ class JudgeGateway:
                     last = JudgeFailure("connection", str(exc)[:200] or type(exc).__name__)
                     continue
                 latency = (time.perf_counter() - t0) * 1000
-            if resp.status_code == 429:
-                last = JudgeFailure("rate_limited", "HTTP 429 from the judge")
-                continue
             if resp.status_code in RETRYABLE:
-                last = JudgeFailure(f"http_{resp.status_code}", resp.text[:200])
+                cause = "rate_limited" if resp.status_code == 429 else f"http_{resp.status_code}"
+                text = "HTTP 429 from the judge" if resp.status_code == 429 else resp.text[:200]
+                asked = retry_after_s(resp.headers)
+                if asked is not None and asked > self.judge.timeout_s:
+                    raise JudgeFailure(
+                        cause,
+                        f"{text} (the judge asks to retry after {asked:.0f} s, longer than the "
+                        f"{self.judge.timeout_s:g} s timeout)",
+                    )
+                last = JudgeFailure(cause, text)
                 continue
             if resp.status_code >= 400:
                 raise JudgeFailure(f"http_{resp.status_code}", resp.text[:300])

@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 from sqlalchemy import Engine
+from starlette.responses import JSONResponse
 
 from services.config import JudgeSettings
 from services.db import make_session_factory
@@ -156,3 +157,71 @@ def test_refresh_bypasses_the_cache_and_replaces_the_answer(gateway: JudgeGatewa
     assert (first, fresh, len(fake.requests)) == ("answer 0", "answer 1", 2)
     assert ask(gateway.base_url(3, "m"), "x") == "answer 1"  # later jobs get the refreshed answer
     assert len(fake.requests) == 2
+
+
+def _recorded_sleeps(gateway: JudgeGateway) -> list[float]:
+    """The gateway's back-off delays, recorded instead of waited out."""
+    delays: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    gateway.sleep = sleep
+    return delays
+
+
+def _then_ok(status: int, headers: dict[str, str]) -> Any:
+    def script(body: dict[str, Any], i: int) -> Any:
+        if i == 0:
+            return JSONResponse({"error": {"message": "slow down"}}, status_code=status, headers=headers)
+        return f"answer {i}"
+
+    return script
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "delay"),
+    [
+        (429, {"Retry-After": "0.75"}, 0.75),
+        (503, {"Retry-After": "0"}, 0.0),
+        (429, {"retry-after-ms": "250"}, 0.25),
+    ],
+)
+def test_retry_after_within_the_timeout_is_the_delay(
+    gateway: JudgeGateway, fake: FakeLLM, status: int, headers: dict[str, str], delay: float
+) -> None:
+    delays = _recorded_sleeps(gateway)
+    fake.script = _then_ok(status, headers)
+    assert ask(gateway.base_url(1, "m"), "x") == "answer 1"
+    assert delays == [delay] and len(fake.requests) == 2
+
+
+def test_retry_after_as_an_http_date() -> None:
+    from email.utils import formatdate
+
+    from services.judge.gateway import retry_after_s
+
+    now = 1_700_000_000.0
+    when = formatdate(now + 30, usegmt=True)
+    assert retry_after_s(httpx.Headers({"Retry-After": when}), now=now) == pytest.approx(30.0)
+    assert retry_after_s(httpx.Headers({"Retry-After": "soon"})) is None
+    assert retry_after_s(httpx.Headers({})) is None
+
+
+def test_retry_after_beyond_the_timeout_ends_the_retries_at_once(
+    gateway: JudgeGateway, fake: FakeLLM
+) -> None:
+    delays = _recorded_sleeps(gateway)
+    fake.script = _then_ok(429, {"Retry-After": "30"})  # the timeout is 1 s
+    with pytest.raises(openai.BadRequestError) as info:
+        ask(gateway.base_url(1, "m"), "x")
+    assert "rate_limited" in str(info.value) and "retry after 30 s" in str(info.value)
+    assert delays == [] and len(fake.requests) == 1
+    assert gateway.usage_for(1, "m").causes == {"rate_limited": 1}
+
+
+def test_without_retry_after_the_back_off_is_used(gateway: JudgeGateway, fake: FakeLLM) -> None:
+    delays = _recorded_sleeps(gateway)
+    fake.fail_first, fake.fail_status = 2, 503
+    assert ask(gateway.base_url(1, "m"), "x") == "answer 2"
+    assert len(delays) == 2 and 0.25 <= delays[0] <= 0.75 and 0.5 <= delays[1] <= 1.5

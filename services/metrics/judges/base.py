@@ -15,6 +15,7 @@ from services.judge.gateway import JudgeGateway, shared_gateway
 from services.metrics.base import BaseAdapter, Sample, SampleScore, package_version
 from services.offline import apply_offline_env
 
+OUTPUT_CHECKS = 2
 _CODE = re.compile(r"""['"]code['"]:\s*['"]([a-z_0-9]+)['"]""")
 
 
@@ -36,16 +37,67 @@ def gateway_http_client() -> Any:
     return httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0), verify=_SSL_CONTEXT)
 
 
+def final_attempt(exc: BaseException) -> BaseException:
+    """The error of the last attempt behind ``exc``: libraries that retry (instructor, tenacity) raise a
+    wrapper whose text lists every attempt; the cause of the failure is the one that ended the retries."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        attempts = getattr(exc, "failed_attempts", None)
+        if hasattr(exc, "n_attempts"):  # instructor's InstructorRetryException: raised from the last error
+            if exc.__cause__ is not None:
+                exc = exc.__cause__
+                continue
+            if attempts:
+                exc = attempts[-1].exception
+                continue
+        last = getattr(exc, "last_attempt", None)  # tenacity's RetryError
+        if last is not None and hasattr(last, "exception"):
+            inner = last.exception()
+            if isinstance(inner, BaseException):
+                exc = inner
+                continue
+        break
+    return exc
+
+
+def gateway_cause(exc: BaseException) -> tuple[str, str] | None:
+    """(code, message) when ``exc`` is, or was raised from, the gateway's own failure answer (a 400 whose
+    body says ``type: judge_error`` and the cause code), looked up in that exception's chain only."""
+    chained: BaseException | None = exc
+    seen: set[int] = set()
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        body = getattr(chained, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error")
+            inner: dict[str, Any] = error if isinstance(error, dict) else body
+            if inner.get("type") == "judge_error" and inner.get("code"):
+                code, message = str(inner["code"]), str(inner.get("message") or "")
+                return code, message.removeprefix(f"{code}: ")
+        chained = chained.__cause__ or chained.__context__
+    text = str(exc)
+    match = _CODE.search(text)
+    if "judge_error" in text and match:  # an SDK that kept only the text of the gateway's answer
+        return match.group(1), text
+    return None
+
+
 def classify(exc: BaseException) -> str:
-    """An exception raised while a library scored one sample, as "cause: message"."""
-    text = f"{type(exc).__name__}: {exc}"
-    match = _CODE.search(str(exc))
-    if "judge_error" in text and match:
-        return f"{match.group(1)}: {str(exc)[:300]}"
-    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
-        return "timeout: the metric did not finish in time"
+    """An exception raised while a library scored one sample, as "cause: message": the cause is that of
+    the final attempt's own error, never a code found in the text of earlier attempts."""
+    final = final_attempt(exc)
+    found = gateway_cause(final)
+    if found is not None:
+        return f"{found[0]}: {found[1][:300]}"
+    chained: BaseException | None = final
+    while chained is not None:
+        if isinstance(chained, asyncio.TimeoutError | TimeoutError) or "Timeout" in type(chained).__name__:
+            return f"timeout: {str(chained)[:300] or 'the metric did not finish in time'}"
+        chained = chained.__cause__ or chained.__context__
+    text = f"{type(final).__name__}: {final}"
     lowered = text.lower()
-    if isinstance(exc, json.JSONDecodeError | ValueError) or any(
+    if isinstance(final, json.JSONDecodeError | ValueError) or any(
         w in lowered
         for w in ("validationerror", "json", "parse", "instructorretryexception", "output_parser")
     ):
@@ -88,6 +140,9 @@ class JudgeAdapter(BaseAdapter):
                 "language": self.judge_language,
                 "prompts": self.prompt_language,
                 "library_version": package_version(self.spec.package),
+                # Version of the adapters' checks on the judge's answers (a failure is never a number):
+                # scores stored under older checks are computed again.
+                "output_checks": OUTPUT_CHECKS,
             },
         }
 

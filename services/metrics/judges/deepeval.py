@@ -22,13 +22,20 @@ is opened per ``compute`` and shared by light per-sample OpenAI clients, each po
 URL.
 
 Structured output: requests carry ``response_format`` ``json_schema`` built from the pydantic schema DeepEval
-passes, and the reply is validated against that schema, so the metric takes its strict path. On DeepEval's
-loose path (plain text + ``trimAndLoadJson``) a verdict outside yes/no/borderline is silently dropped and an
-empty verdict list scores 1 for several metrics: a judge prompted in French that answers "oui" would shift
-scores without any error. The schema's enum rules that out on servers with guided decoding (OpenAI, vLLM,
-Ollama, LM Studio). A reply that does not validate (a server ignoring ``response_format``, code fences) is
-handed back as text to DeepEval's own lenient parser, and if the server rejects ``response_format`` (HTTP 400)
-the adapter retries that call once as plain text and keeps plain text for its remaining calls.
+passes, and the reply is validated against that schema, so the metric takes its strict path. DeepEval's loose
+path (plain text + ``trimAndLoadJson``) silently drops a verdict outside yes/no/borderline and scores what is
+left: a judge prompted in French that answers "oui" would shift scores without any error. So it is never
+taken: a reply that is not bare JSON (a server ignoring ``response_format``, code fences) is read with
+``trimAndLoadJson``, its verdict words normalised as DeepEval does ("Yes." -> yes), and validated against the
+schema; a reply that still does not fit fails the sample (``malformed_judge_output``). If the server rejects
+``response_format`` (HTTP 400) the adapter retries that call once as plain text and keeps plain text for its
+remaining calls.
+
+Never a number from nothing: DeepEval scores an empty verdict list 1 (faithfulness, answer relevancy,
+hallucination) or 0 (contextual precision, recall, relevancy), and scores whatever verdicts it got when the
+judge gave fewer than it was asked for. After each measure the adapter checks one verdict per claim,
+statement or context (``_undefined``): a different count fails the sample, and an answer without any claim
+or statement, or a reference without any sentence, is stored undefined with that reason.
 
 Prompts: for French datasets every prompt these six metrics send (15 templates) runs translated, through
 ``evaluation_template`` subclasses; JSON keys and the verdict words (yes / no / borderline) stay English
@@ -757,8 +764,12 @@ class _Transport:
 
 
 def _parse(text: str, schema: Any) -> Any:
-    """The schema instance when the reply validates; otherwise the text for DeepEval's own lenient parser,
-    unless it lacks a key DeepEval will read (a KeyError deep in the metric would hide the cause)."""
+    """The reply as an instance of ``schema``, or ValueError: never DeepEval's lenient parser, which drops
+    verdicts outside the vocabulary (and then scores what is left, or 1 for nothing left).
+
+    A reply that is not the bare JSON object (code fences, a sentence around it) is read by DeepEval's own
+    ``trimAndLoadJson``; verdict words are normalised the way DeepEval does ("Yes." -> yes, idk ->
+    borderline) and must then be in the schema's vocabulary."""
     import pydantic
     from deepeval.metrics.utils import trimAndLoadJson
 
@@ -767,11 +778,31 @@ def _parse(text: str, schema: Any) -> Any:
     except pydantic.ValidationError:
         pass
     data = trimAndLoadJson(text)  # ValueError when there is no JSON object at all
-    required = schema.model_json_schema().get("required", [])
-    missing = [k for k in required if not isinstance(data, dict) or k not in data]
-    if missing:
-        raise ValueError(f"judge output lacks the JSON key(s) {missing}: {text[:200]!r}")
-    return text
+    try:
+        return schema.model_validate(_normalised(data))
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise ValueError(
+            f"judge output does not fit {schema.__name__} ({problems}): {text[:200]!r}"
+        ) from None
+
+
+def _normalised(data: Any) -> Any:
+    """Verdict words as DeepEval normalises them on its loose path; anything else is left for validation."""
+    from deepeval.metrics.base_metric import YES_NO_BORDERLINE
+    from deepeval.metrics.utils.qag import normalize_qag_verdict
+
+    def fix(item: Any) -> Any:
+        if isinstance(item, dict) and "verdict" in item:
+            verdict = normalize_qag_verdict(item["verdict"], YES_NO_BORDERLINE)
+            return {**item, "verdict": verdict.value} if verdict is not None else item
+        return item
+
+    if isinstance(data, dict) and isinstance(data.get("verdicts"), list):
+        return {**data, "verdicts": [fix(v) for v in data["verdicts"]]}
+    return fix(data)
 
 
 def _rejects_response_format(exc: Exception) -> bool:
@@ -860,6 +891,40 @@ def _judge_class() -> type[Any]:
     return GatewayJudge
 
 
+# ------------------------------------------------------------------------------------------ the verdicts
+def _undefined(cls: str, metric: Any, contexts: int) -> str | None:
+    """Whether DeepEval's score rests on one verdict per item it asked the judge about.
+
+    None when it does; the reason the score is undefined when there was nothing to judge (DeepEval scores an
+    empty list 1 for faithfulness and answer relevancy, 0 for contextual recall); ValueError when the judge
+    gave another number of verdicts than items (DeepEval would score the verdicts it got)."""
+    verdicts = list(getattr(metric, "verdicts", None) or [])
+
+    def expect(items: int, what: str) -> None:
+        if len(verdicts) != items:
+            raise ValueError(f"the judge gave {len(verdicts)} verdict(s) for {items} {what}")
+
+    if cls == "FaithfulnessMetric":
+        if not metric.claims:
+            return "the judge found no claim in the answer (DeepEval scores 1)"
+        expect(len(metric.claims), "claim(s) of the answer")
+    elif cls == "AnswerRelevancyMetric":
+        if not metric.statements:
+            return "the judge found no statement in the answer (DeepEval scores 1)"
+        expect(len(metric.statements), "statement(s) of the answer")
+    elif cls in ("HallucinationMetric", "ContextualPrecisionMetric"):
+        expect(contexts, "context(s)")
+    elif cls == "ContextualRecallMetric":
+        if not verdicts:
+            return "the judge found no sentence in the reference answer (DeepEval scores 0)"
+    elif cls == "ContextualRelevancyMetric":
+        groups = list(metric.verdicts_list or [])
+        if len(groups) != contexts or not all(g.verdicts for g in groups):
+            counts = [len(g.verdicts) for g in groups]
+            raise ValueError(f"the judge gave no verdict for some of the {contexts} context(s): {counts}")
+    return None
+
+
 # ----------------------------------------------------------------------------------------------- adapter
 class Adapter(JudgeAdapter):
     library = "deepeval"
@@ -934,6 +999,9 @@ class Adapter(JudgeAdapter):
             judge.close()
         if metric.score is None:
             raise ValueError(f"DeepEval returned no score: {metric.error or 'no error given'}")
+        undefined = _undefined(self.metric.cls, metric, len(contexts))
+        if undefined is not None:
+            return SampleScore(reason=undefined, details=self._details(metric))
         return SampleScore(value=float(metric.score), details=self._details(metric))
 
     def _details(self, metric: Any) -> dict[str, Any]:

@@ -218,16 +218,7 @@ class Adapter(JudgeAdapter):
         if isinstance(exc, lib.empty_error):
             return f"malformed_judge_output: {exc}"[:500]
         # Opik re-raises a failed call as BaseLLMError(str(error)), and litellm's str() keeps only the
-        # gateway's message: the gateway's cause code is on the openai error's body further down the chain.
-        chained: BaseException | None = exc
-        while chained is not None:
-            body = getattr(chained, "body", None)
-            if isinstance(body, dict) and body.get("type") == "judge_error" and body.get("code"):
-                code, message = str(body["code"]), str(body.get("message") or "")
-                return (message if message.startswith(f"{code}:") else f"{code}: {message}")[:500]
-            if "Timeout" in type(chained).__name__:
-                return f"timeout: {chained}"[:500]
-            chained = chained.__cause__ or chained.__context__
+        # gateway's message: ``classify`` finds the gateway's cause code on the openai error further down.
         return classify(exc)
 
     # ------------------------------------------------------------------------------------------- scoring
@@ -270,6 +261,9 @@ class Adapter(JudgeAdapter):
             await client.close()
             await http.aclose()
         details: dict[str, Any] = {"scale": _SCALES[self.metric], "prompts": self.prompts}
+        if getattr(result, "scoring_failed", False):
+            # Opik marks some failures on the result (value 0.0) instead of raising: never a score.
+            return SampleScore(error=f"malformed_judge_output: Opik could not score: {result.reason}"[:500])
         if result.reason:
             details["explanation"] = _truncate(str(result.reason))
         return SampleScore(value=float(result.value), details=details)

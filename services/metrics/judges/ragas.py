@@ -159,6 +159,45 @@ def _explain(outputs: list[Any]) -> str:
     return text if len(text) <= 1000 else text[:999] + "…"
 
 
+def _undefined(metric: str, outputs: list[Any]) -> str | None:
+    """Whether Ragas' value rests on what the judge was asked for (the parsed outputs, in call order).
+
+    None when it does; the reason the value is undefined when there was nothing to judge; ValueError when
+    the judge's answers cannot carry the value (Ragas would compute one anyway):
+
+    - a verdict outside 0/1 (Ragas counts any non-zero as 1, or weighs ranks by it);
+    - fewer or more NLI verdicts than the statements or claims sent (Ragas scores the ones it got);
+    - factual correctness with no claim on one side: Ragas scores 0 of 0 as 0;
+    - answer relevancy whose generated questions are all empty: Ragas scores 0.
+    """
+    sent: int | None = None  # statements or claims the previous call produced, sent to the NLI call
+    for out in outputs:
+        data = out.model_dump() if hasattr(out, "model_dump") else {}
+        items = data.get("statements") if isinstance(data.get("statements"), list) else None
+        if "claims" in data:
+            sent = len(data["claims"])
+            if not sent and metric == "factual_correctness":
+                return "the judge found no claim in one of the texts (Ragas scores 0 of 0 as 0)"
+        elif items and isinstance(items[0], str):
+            sent = len(items)
+        elif items is not None:  # NLI verdicts on the statements or claims just sent
+            bad = [it.get("verdict") for it in items if it.get("verdict") not in (0, 1)]
+            if bad:
+                raise ValueError(f"verdicts must be 0 or 1, the judge gave {bad[:3]}")
+            if sent is not None and len(items) != sent:
+                raise ValueError(f"the judge gave {len(items)} verdict(s) for {sent} statement(s)")
+        for key in ("verdict", "attributed"):
+            values = [data.get(key)] if key in data else []
+            values += [c[key] for c in data.get("classifications") or [] if isinstance(c, dict) and key in c]
+            bad = [v for v in values if v not in (0, 1)]
+            if bad:
+                raise ValueError(f"{key} must be 0 or 1, the judge gave {bad[:3]}")
+    asked = [str(getattr(out, "question", "") or "").strip() for out in outputs]
+    if metric == "answer_relevancy" and outputs and not any(asked):
+        raise ValueError("the judge generated no question from the answer (Ragas would score 0)")
+    return None
+
+
 class Adapter(JudgeAdapter):
     library = "ragas"
     translates_prompts = True
@@ -328,6 +367,9 @@ class Adapter(JudgeAdapter):
         explanation = result.reason or _explain(outputs)
         if explanation:
             details["explanation"] = explanation
+        undefined = _undefined(self.metric, outputs)
+        if undefined is not None:
+            return SampleScore(reason=undefined, details=details)
         value = result.value
         if value is None or (isinstance(value, float) and math.isnan(value)):
             why = _NAN_REASONS.get(self.metric, "Ragas returned NaN (nothing the judge could assess)")

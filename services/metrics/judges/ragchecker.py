@@ -33,8 +33,15 @@ error) and waits for the slowest request of each batch (LIBRARIES.md section 9: 
 (tokens and latency per score), per-sample errors and no batch barrier; the values are the same.
 
 Values are RAGChecker's percentages (0-100): its per-sample fraction times 100, not rounded (the library
-rounds only its batch means to 0.1). Claim-less cases keep the library's value (0) and
-``details["answer_claims"]`` / ``details["reference_claims"]`` show them.
+rounds only its batch means to 0.1).
+
+Never a number from a failure. RAGChecker reads an extractor answer without any triplet as zero claims,
+which every metric turns into 0, and pads a checker answer with fewer labels than claims with Neutral (it
+drops extra ones). Here an extractor answer without a triplet, and a checker answer whose label count is not
+its claim count, fail the sample (``malformed_judge_output``, with the judge's text), as does a checkpoint
+holding zero claims. Context utilization with no reference claim entailed by any context is 0 of 0, which
+RAGChecker scores 0: it is stored undefined with that reason. An empty answer or reference is undefined too
+(no claim to extract).
 
 Prompts. For French datasets (or ``judge.language`` fr) the triplet extraction prompt
 (``LLM_TRIPLET_EXTRACTION_PROMPT_Q``) and the joint checking prompt (``JOINT_CHECKING_PROMPT_Q``), the only
@@ -339,12 +346,33 @@ class _BatchCaller:
         content = resp.choices[0].message.content if resp.choices else None
         if not content:
             raise JudgeCallError("the judge returned no text")
-        if self.labels and not _LABEL.search(content):
-            # refchecker would pad a label-less answer with Neutral, counting a judge failure as a verdict.
-            raise JudgeCallError(
-                f"no Entailment/Neutral/Contradiction label in the checker's answer {content[:200]!r}"
-            )
+        if self.labels:
+            # refchecker pads missing labels with Neutral and drops extra ones: a judge that answers fewer
+            # (or more) labels than claims would be counted as verdicts it never gave.
+            claims, labels = _claims_in(prompt), len(_LABEL.findall(content))
+            if labels != claims:
+                raise JudgeCallError(
+                    f"{labels} Entailment/Neutral/Contradiction label(s) for {claims} claim(s) in the "
+                    f"checker's answer {content[:200]!r}"
+                )
+        elif not _triplets(content):
+            # refchecker reads an answer without any ("subject", "predicate", "object") line as zero
+            # claims, which its metrics turn into 0.
+            raise JudgeCallError(f"no claim triplet in the extractor's answer {content[:200]!r}")
         return str(content)
+
+
+def _claims_in(prompt: str) -> int:
+    """How many claims a joint checking prompt lists: one triplet per line after its "### Claims:"."""
+    block = prompt.rsplit("### Claims:", 1)[-1].lstrip("\n").split("\n\n", 1)[0]
+    return sum(1 for line in block.splitlines() if line.strip())
+
+
+def _triplets(text: str) -> list[Any]:
+    """The claims refchecker's own parser reads in an extractor answer."""
+    from refchecker.extractor.extractor_base import ExtractorBase
+
+    return list(ExtractorBase("triplet").parse_claims(text, "###"))
 
 
 class Adapter(JudgeAdapter):
@@ -434,6 +462,13 @@ class Adapter(JudgeAdapter):
             run.client.close()
 
     async def score_one(self, sample: Sample) -> SampleScore:
+        blank = [
+            n
+            for n, t in (("answer", sample.answer), ("reference answer", sample.reference_answer))
+            if not (t or "").strip()
+        ]
+        if blank:
+            return SampleScore(reason=f"empty {' and '.join(blank)} (RAGChecker extracts no claim from it)")
         run = _RUN.get()
         assert run is not None, "score_one runs inside compute"
         cancelled = threading.Event()
@@ -448,8 +483,16 @@ class Adapter(JudgeAdapter):
         except BaseException:
             cancelled.set()
             raise
+        details = _details(result, status)
+        # Checkpoints written before the extraction check may hold zero claims: never scored.
+        for side, claims in (("answer", result.response_claims), ("reference", result.gt_answer_claims)):
+            if claims is not None and not claims:
+                raise JudgeCallError(f"the extractor found no claim in the {side} (RAGChecker would score 0)")
+        if self.metric == "context_utilization" and _none_retrieved(result):
+            # RAGChecker scores 0 when no reference claim is found in any context: 0 of 0 used.
+            return SampleScore(reason=UNDEFINED_UTILIZATION, details=details)
         value = float(result.metrics[self.metric]) * 100
-        return SampleScore(value=value, details=_details(result, status))
+        return SampleScore(value=value, details=details)
 
     def _evaluate(
         self, run: _Run, sample: Sample, base_url: str, cancelled: threading.Event
@@ -507,6 +550,17 @@ class Adapter(JudgeAdapter):
                 with PROMPTS.use(self.prompt_language):
                     evaluator.evaluate(results, self.metric, save_path=str(path))
         return results.results[0], status
+
+
+UNDEFINED_UTILIZATION = (
+    "no reference claim is entailed by any retrieved context, so none could be used "
+    "(RAGChecker scores 0 of 0 as 0)"
+)
+
+
+def _none_retrieved(result: Any) -> bool:
+    rows = result.retrieved2answer or []
+    return not any(label == "Entailment" for row in rows for label in row)
 
 
 def _digest(obj: Any) -> str:

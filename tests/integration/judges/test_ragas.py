@@ -142,7 +142,7 @@ def test_french_scores_equal_hand_computed_values_and_rerun_is_free(
     metrics = ["ragas.faithfulness", "ragas.context_precision", "ragas.context_recall"]
     run = make_run(client, "fr")
     job = score(client, run, metrics)
-    assert (job["done"], job["failed"]) == (15, 0)
+    assert (job["done"], job["failed"]) == (15, 0), job["errors"]
     rows = rows_by_question(client, run)
     # faithfulness: 2 of 3 statements supported; context recall: 1 of 4 reference statements attributed
     assert rows["q1"]["ragas.faithfulness@5"] == pytest.approx(2 / 3)
