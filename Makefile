@@ -6,7 +6,7 @@ STAMP := $(VENV)/.ragmeta-installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup run serve migrate test lint format openapi bench clean
+.PHONY: setup run serve migrate test lint format openapi bench fuzz load clean
 
 setup: $(STAMP)
 
@@ -47,6 +47,14 @@ bench: setup
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/metrics.py
 	$(BIN)/python bench/report_latency.py
+
+# schemathesis (every check, every phase) against the served app on a fresh SQLite store.
+fuzz: setup
+	$(BIN)/python scripts/fuzz_api.py $(FUZZ_ARGS)
+
+# 50 clients for 60 s mixing writes and report reads (SQLite; PostgreSQL with RAGMETA_BENCH_PG_URL set).
+load: setup
+	$(BIN)/python bench/load.py $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from services.errors import ServiceError
 from services.validation import loc_to_field
@@ -49,9 +50,15 @@ def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 def _envelope(
-    status: int, error: str, detail: str, items: list[dict[str, Any]] | None = None
+    status: int,
+    error: str,
+    detail: str,
+    items: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": error, "detail": detail, "items": items or []})
+    return JSONResponse(
+        status_code=status, content={"error": error, "detail": detail, "items": items or []}, headers=headers
+    )
 
 
 _HTTP_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge", 415: "UnsupportedMediaType"}
@@ -85,9 +92,22 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
-        return _envelope(exc.status_code, name, str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Every method of every route at this path (RFC 9110), not only the first route's.
+            methods = {
+                method
+                for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+                if any(
+                    route.matches({**request.scope, "method": method})[0] == Match.FULL
+                    for route in request.app.routes
+                )
+            }
+            if methods:
+                headers["Allow"] = ", ".join(sorted(methods))
+        return _envelope(exc.status_code, name, str(exc.detail), headers=headers or None)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -77,7 +77,7 @@ async def read_upload(
 def batch_body(item_schema: dict[str, Any], csv: bool = False) -> dict[str, Any]:
     """OpenAPI requestBody for endpoints that take a JSON list, JSONL, (CSV) or a multipart file."""
     content: dict[str, Any] = {
-        "application/json": {"schema": {"type": "array", "items": item_schema}},
+        "application/json": {"schema": {"type": "array", "items": item_schema, "minItems": 1}},
         "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line"}},
         "multipart/form-data": {
             "schema": {

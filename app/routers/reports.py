@@ -47,7 +47,7 @@ RunsQuery = Annotated[
     Query(
         min_length=1,
         max_length=2000,
-        pattern=r"^\s*\d+\s*(,\s*\d+\s*)*,?$",
+        pattern=r"^\s*[1-9]\d{0,17}\s*(,\s*[1-9]\d{0,17}\s*)*,?$",
         description="comma-separated run ids",
     ),
 ]

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 NonEmpty = Field(min_length=1)
+# Declared in the schema for what the ``_not_blank`` validators check (clients and fuzzers see the rule).
+NOT_BLANK: JsonDict = {"pattern": r"\S"}
 
 
 def _not_blank(value: str) -> str:
@@ -34,7 +37,7 @@ class ChunkingConfig(BaseModel):
 class DatasetCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200, json_schema_extra=NOT_BLANK)
     language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", examples=["fr", "en"])
     description: str | None = Field(default=None, max_length=10_000)
     chunking: ChunkingConfig = ChunkingConfig()
@@ -56,9 +59,9 @@ class DatasetRead(BaseModel):
 class DocumentCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    external_id: str = Field(min_length=1, max_length=300)
+    external_id: str = Field(min_length=1, max_length=300, json_schema_extra=NOT_BLANK)
     title: str | None = None
-    text: str
+    text: str = Field(min_length=1, json_schema_extra=NOT_BLANK)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     _ext = field_validator("external_id")(_not_blank)
@@ -77,8 +80,8 @@ class PassageIn(BaseModel):
 class QuestionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    external_id: str = Field(min_length=1, max_length=300)
-    question: str
+    external_id: str = Field(min_length=1, max_length=300, json_schema_extra=NOT_BLANK)
+    question: str = Field(min_length=1, json_schema_extra=NOT_BLANK)
     reference_answer: str | None = None
     answerable: bool = True
     types: list[str] = Field(default_factory=list)

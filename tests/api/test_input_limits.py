@@ -41,7 +41,7 @@ def test_ids_beyond_the_store_in_a_write_path(client: TestClient) -> None:
     assert_envelope(client.post(f"/runs/{TOO_BIG}/ratings", json=[{"x": 1}]), 422)
     assert_envelope(client.post(f"/report?runs=1,{TOO_BIG}"), 405)
     body = assert_envelope(client.get(f"/report?runs=1,{TOO_BIG}"), 422)
-    assert body["items"][0]["field"] == "runs"
+    assert body["items"][0]["field"] == "query.runs"
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32), "1e3"])
@@ -222,3 +222,9 @@ def test_unchanged_runs_of_the_guard_keep_bodies_intact(client: TestClient) -> N
     run = make_run(client, ds)
     r = client.post(f"/runs/{run}/outputs", json=native_outputs())
     assert r.status_code == 200 and r.json()["created"] == len(native_outputs())
+
+
+def test_method_not_allowed_says_which_are(client: TestClient) -> None:
+    r = client.request("TRACE", "/datasets")
+    assert_envelope(r, 405, "MethodNotAllowed")
+    assert set(r.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
