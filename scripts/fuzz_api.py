@@ -4,8 +4,7 @@ Starts `uvicorn app.main:app` on a free port with a temporary database, seeds a 
 fixture `mini`: a dataset, its documents and questions, a run with outputs, raters and ratings) so that
 ids 1 exist, then runs every schemathesis check over every phase (examples, coverage, fuzzing, stateful).
 Exits with schemathesis' own status: 0 only when no server error and no response that breaks its schema
-was found (findings accepted for a stated reason are listed in scripts/fuzz_baseline.md and excluded by
-check name below, never silenced wholesale).
+was found (the one check left out is named below with its reason).
 
     python scripts/fuzz_api.py [--max-examples 30] [--max-time 600] [--seed 1]
 """
@@ -27,8 +26,12 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "tests" / "fixtures" / "mini"
 
-# Checks left out, each for a reason written in scripts/fuzz_baseline.md.
-EXCLUDED_CHECKS: list[str] = []
+# Checks left out, each for its reason:
+# - positive_data_acceptance: requests valid by the schema but refused for what a JSON schema cannot say
+#   (unknown question, rater or metric ids; rubric min < max; overlap < max_words <= page_max_words; runs of
+#   one dataset when pooling; indexing a dataset with no documents; CSV or JSONL bodies whose bytes are not
+#   UTF-8, declared as strings). Each refusal is a 4xx naming the field and the reason.
+EXCLUDED_CHECKS: list[str] = ["positive_data_acceptance"]
 
 
 def free_port() -> int:

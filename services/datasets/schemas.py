@@ -83,8 +83,11 @@ class QuestionCreate(BaseModel):
     external_id: str = Field(min_length=1, max_length=300, json_schema_extra=NOT_BLANK)
     question: str = Field(min_length=1, json_schema_extra=NOT_BLANK)
     reference_answer: str | None = None
-    answerable: bool = True
-    types: list[str] = Field(default_factory=list)
+    answerable: bool = Field(default=True, strict=True)
+    types: list[str] = Field(
+        default_factory=list,
+        json_schema_extra={"uniqueItems": True, "items": {"type": "string", "pattern": r"\S"}},
+    )
     passages: list[PassageIn] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -36,9 +36,10 @@ class ScoringRequest(BaseModel):
         description="metric names (library.metric[:variant][@k]); all available ones when omitted",
     )
     k: int = Field(default=5, ge=1, le=100, description="top k retrieved chunks, recorded with each score")
-    recompute: bool = Field(default=False, description="compute again scores already stored")
+    recompute: bool = Field(default=False, strict=True, description="compute again scores already stored")
     refresh_judge_cache: bool = Field(
         default=False,
+        strict=True,
         description="ask the judge again instead of reusing its cached answers (after malformed output)",
     )
 

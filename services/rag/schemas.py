@@ -55,10 +55,12 @@ class AnswerResponse(BaseModel):
 class IndexRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    force: bool = Field(default=False, description="rebuild even when the index is up to date")
+    force: bool = Field(default=False, strict=True, description="rebuild even when the index is up to date")
 
 
 class GenerateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    regenerate: bool = Field(default=False, description="answer again questions that already have an output")
+    regenerate: bool = Field(
+        default=False, strict=True, description="answer again questions that already have an output"
+    )

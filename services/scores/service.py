@@ -32,7 +32,10 @@ class ExternalScoreIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question_id: str = Field(min_length=1)
-    metric: str = Field(description="external.<name>: lower-case letters, digits, _ . : @ -")
+    metric: str = Field(
+        description="external.<name>: lower-case letters, digits, _ . : @ -",
+        json_schema_extra={"pattern": _EXTERNAL_NAME.pattern},
+    )
     value: float | None = Field(description="null when the tool could not score the item")
     higher_is_better: bool | None = None
 
