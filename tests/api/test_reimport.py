@@ -99,3 +99,39 @@ def test_changed_chunks_retire_and_a_new_job_scores_again(client: TestClient) ->
     assert r["invalidated_scores"] == 2 and r["invalidated_ratings"] == 2  # word recall + external; 2 ratings
     third = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
     assert third["summary"]["skipped_already_computed"] == 1 and third["total"] == 1
+
+
+def test_a_score_for_an_answer_replaced_while_scoring_is_not_stored(
+    client: TestClient, engine: Engine, monkeypatch: Any
+) -> None:
+    from services.metrics import registry
+
+    run = _rated_and_scored(client)
+    job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.rouge_l"]}).json()
+    load = registry.load_adapter
+    rows = native_outputs()
+    rows[0]["answer"] = "Une autre réponse, importée pendant le calcul."
+
+    def load_and_reimport(*args: Any, **kwargs: Any) -> Any:
+        adapter = load(*args, **kwargs)
+        score = adapter.score
+
+        async def score_then_reimport(samples: Any) -> Any:
+            results = await score(samples)
+            # The answer of q1 changes after its score was computed and before it is stored.
+            assert client.post(f"/runs/{run}/outputs", json=rows).json()["updated"] == 1
+            return results
+
+        monkeypatch.setattr(adapter, "score", score_then_reimport)
+        return adapter
+
+    monkeypatch.setattr(registry, "load_adapter", load_and_reimport)
+    app = client.app
+    Worker(JobContext(app.state.session_factory, app.state.settings)).drain()  # type: ignore[attr-defined]
+    done = client.get(f"/jobs/{job['id']}").json()
+    assert (done["done"], done["failed"]) == (1, 1), done
+    assert "stale" in done["errors_by_cause"], done
+    table = {row["question_id"]: row for row in client.get(f"/runs/{run}/scores").json()["rows"]}
+    # q4's score was stored (undefined: q4 has no reference answer); q1 has no score at all.
+    assert table["q4"]["classic.rouge_l.error"]
+    assert table["q1"]["classic.rouge_l"] is None and table["q1"]["classic.rouge_l.error"] is None
