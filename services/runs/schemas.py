@@ -109,7 +109,8 @@ class RagCheckerOutput(BaseModel):
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-    query_id: str
+    # RAGChecker files use numbers or strings; a number is read as its text.
+    query_id: str = Field(json_schema_extra={"type": ["string", "integer"]})
     query: str | None = None
     gt_answer: str | None = None
     response: str
