@@ -7,11 +7,9 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
-from services.models import Output, Question, Rater, Rating, Rubric, utcnow
+from services.models import Output, Rater, Rating, Rubric, utcnow
 from services.repository import Repository
-
-# Above this many ids, a filter reads the whole run rather than binding one parameter per id.
-_MAX_IN = 2000
+from services.runs.repository import MAX_IN
 
 
 class RatingRepository(Repository):
@@ -45,22 +43,6 @@ class RatingRepository(Repository):
         )
         return set(self.session.scalars(stmt))
 
-    def output_ids_by_question(
-        self, dataset_id: int, run_id: int, external_ids: Iterable[str]
-    ) -> dict[str, tuple[int, int | None]]:
-        """For each of these external question ids of the dataset: (question id, the run's output id or
-        None when the run has no output for it)."""
-        ids = list(external_ids)
-        on = (Output.question_id == Question.id) & (Output.run_id == run_id)
-        stmt = (
-            select(Question.external_id, Question.id, Output.id)
-            .join(Output, on, isouter=True)
-            .where(Question.dataset_id == dataset_id)
-        )
-        if len(ids) <= _MAX_IN:
-            stmt = stmt.where(Question.external_id.in_(ids))
-        return {ext: (qid, oid) for ext, qid, oid in self.session.execute(stmt)}
-
     def existing(
         self, run_id: int, output_ids: Iterable[int], rater_ids: Iterable[int]
     ) -> dict[tuple[int, int], tuple[int, int, str | None, int]]:
@@ -69,7 +51,7 @@ class RatingRepository(Repository):
         stmt = select(
             Rating.output_id, Rating.rater_id, Rating.id, Rating.score, Rating.comment, Rating.rubric_id
         ).where(Rating.rater_id.in_(raters))
-        if len(outputs) <= _MAX_IN:
+        if len(outputs) <= MAX_IN:
             stmt = stmt.where(Rating.output_id.in_(outputs))
         else:
             stmt = stmt.join(Output, Output.id == Rating.output_id).where(Output.run_id == run_id)

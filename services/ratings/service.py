@@ -27,6 +27,7 @@ from services.ratings.schemas import (
     RubricCreate,
     RubricRead,
 )
+from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.validation import duplicate_errors, validate_rows
 
@@ -104,7 +105,9 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
 
     good, errors = validate_rows(rows, RatingIn)
     # Only what this batch names is read: the cost of a small batch does not grow with the run.
-    targets = repo.output_ids_by_question(run.dataset_id, run_id, {item.question_id for _, item in good})
+    targets = RunRepository(session).output_ids_by_question(
+        run.dataset_id, run_id, {item.question_id for _, item in good}
+    )
     errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
     resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
     for row, item in good:

@@ -32,6 +32,10 @@ _SCORE_COLUMNS = [
 ]  # fmt: skip
 
 
+# Above this many ids, a filter reads the whole run rather than binding one parameter per id.
+MAX_IN = 2000
+
+
 class RunRepository(Repository):
     def get(self, run_id: int) -> Run | None:
         return self.session.get(Run, run_id)
@@ -96,6 +100,46 @@ class RunRepository(Repository):
         output.chunks.clear()
         self.session.flush()
         output.chunks.extend(chunks)
+
+    def output_ids_by_question(
+        self, dataset_id: int, run_id: int, external_ids: Iterable[str] | None
+    ) -> dict[str, tuple[int, int | None]]:
+        """For each of these external question ids of the dataset (None: all of them): (question id, the
+        run's output id or None when the run has no output for it)."""
+        ids = list(external_ids) if external_ids is not None else None
+        on = (Output.question_id == Question.id) & (Output.run_id == run_id)
+        stmt = (
+            select(Question.external_id, Question.id, Output.id)
+            .join(Output, on, isouter=True)
+            .where(Question.dataset_id == dataset_id)
+        )
+        if ids is not None and len(ids) <= MAX_IN:
+            stmt = stmt.where(Question.external_id.in_(ids))
+        return {ext: (qid, oid) for ext, qid, oid in self.session.execute(stmt)}
+
+    def insert_outputs(self, rows: list[dict[str, Any]]) -> dict[int, int]:
+        """Bulk INSERT of outputs; returns question id -> new output id."""
+        if not rows:
+            return {}
+        now = utcnow()
+        stmt = insert(Output).returning(Output.question_id, Output.id)
+        result = self.session.execute(stmt, [{"created_at": now, "updated_at": now, **r} for r in rows])
+        return {qid: oid for qid, oid in result}
+
+    def update_outputs(self, rows: list[dict[str, Any]]) -> None:
+        """Bulk UPDATE by primary key (rows carry ``id``)."""
+        if rows:
+            now = utcnow()
+            self.session.execute(update(Output), [{"updated_at": now, **r} for r in rows])
+
+    def replace_chunk_rows(self, chunks: dict[int, list[dict[str, Any]]], replace: Sequence[int]) -> None:
+        """Delete the chunks of the outputs in ``replace``, then insert ``chunks`` (output id -> rows)."""
+        for i in range(0, len(replace), 500):
+            part = list(replace[i : i + 500])
+            self.session.execute(delete(RetrievedChunk).where(RetrievedChunk.output_id.in_(part)))
+        rows = [{"output_id": oid, **row} for oid, part_rows in chunks.items() for row in part_rows]
+        if rows:
+            self.session.execute(insert(RetrievedChunk), rows)
 
     def outputs_with_context(self, output_ids: Sequence[int]) -> list[tuple[Output, Question, Dataset]]:
         """Outputs with their chunks, question (and passages) and dataset: what a metric sample needs."""

@@ -19,7 +19,7 @@ from services.datasets.service import get_dataset
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
 from services.ingest import Row
 from services.locate import NormalizedText, locate
-from services.models import Document, Output, Question, RetrievedChunk, Run
+from services.models import Document, Output, Question, Run
 from services.runs.repository import RunRepository
 from services.runs.schemas import (
     ChunkIn,
@@ -315,8 +315,12 @@ def import_outputs(
 
     repo = RunRepository(session)
     existing = repo.outputs_by_question(run_id)
-    created = updated = unchanged = 0
+    unchanged = 0
     changed: list[int] = []
+    new_outputs: list[dict[str, Any]] = []
+    updated_outputs: list[dict[str, Any]] = []
+    new_chunks: dict[int, list[dict[str, Any]]] = {}
+    updated_chunks: dict[int, list[dict[str, Any]]] = {}
     for p, chunks in resolved:
         assert p.question is not None
         new_state = _output_state(
@@ -339,31 +343,35 @@ def import_outputs(
         if out is not None and _stored_state(out) == new_state:
             unchanged += 1
             continue
+        values = {"answer": p.answer, "generator": p.generator, "latency_ms": p.latency_ms, "error": None}
+        chunk_rows = [
+            {
+                "rank": rank,
+                "document_id": c["document"].id if c["document"] is not None else None,
+                "start": c["start"],
+                "end": c["end"],
+                "text": c["text"],
+                "score": c["score"],
+                "location": c["location"],
+            }
+            for rank, c in enumerate(chunks, start=1)
+        ]
         if out is None:
-            out = Output(run_id=run_id, question_id=p.question.id)
-            repo.add(out)
-            created += 1
+            new_outputs.append({"run_id": run_id, "question_id": p.question.id, **values})
+            new_chunks[p.question.id] = chunk_rows
         else:
-            updated += 1
             if _content(_stored_state(out)) != _content(new_state):
                 changed.append(out.id)
-        out.answer, out.generator, out.latency_ms, out.error = p.answer, p.generator, p.latency_ms, None
-        repo.replace_chunks(
-            out,
-            [
-                RetrievedChunk(
-                    rank=rank,
-                    document_id=c["document"].id if c["document"] is not None else None,
-                    start=c["start"],
-                    end=c["end"],
-                    text=c["text"],
-                    score=c["score"],
-                    location=c["location"],
-                )
-                for rank, c in enumerate(chunks, start=1)
-            ],
-        )
-        repo.flush()
+            updated_outputs.append({"id": out.id, **values})
+            updated_chunks[out.id] = chunk_rows
+    # Set-based writes: one statement per kind of row, whatever the batch size.
+    created_ids = repo.insert_outputs(new_outputs)
+    repo.update_outputs(updated_outputs)
+    repo.replace_chunk_rows(
+        {**updated_chunks, **{created_ids[qid]: rows_ for qid, rows_ in new_chunks.items()}},
+        replace=list(updated_chunks),
+    )
+    created, updated = len(new_outputs), len(updated_outputs)
     # A new answer (or new chunks) makes the old answer's ratings and scores stale.
     ratings, scores = repo.retire_dependants(changed)
     return ImportReport(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 
-from services.models import MetricScore, Output
+from services.models import MetricScore, Output, utcnow
 from services.repository import Repository
 
 
@@ -29,3 +30,47 @@ class ScoreRepository(Repository):
             MetricScore.config_key == config_key,
         )
         return {s.output_id: s for s in self.session.scalars(stmt)}
+
+    def values_of_run(
+        self, run_id: int, metric: str, config_key: str
+    ) -> dict[int, tuple[int, float | None, dict[str, Any]]]:
+        """output id -> (score id, value, details) of one metric and configuration on a run."""
+        stmt = (
+            select(MetricScore.output_id, MetricScore.id, MetricScore.value, MetricScore.details)
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(
+                Output.run_id == run_id, MetricScore.metric == metric, MetricScore.config_key == config_key
+            )
+        )
+        return {o: (i, v, d or {}) for o, i, v, d in self.session.execute(stmt)}
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            self.session.execute(
+                insert(MetricScore), [{"created_at": now, "updated_at": now, **r} for r in rows]
+            )
+
+    def update_many(self, rows: list[dict[str, Any]]) -> None:
+        """Bulk UPDATE by primary key (rows carry ``id``)."""
+        if rows:
+            now = utcnow()
+            self.session.execute(update(MetricScore), [{"updated_at": now, **r} for r in rows])
+
+    def table_cells(self, run_id: int) -> list[tuple[int, str, str, float | None, str | None, str | None]]:
+        """(output id, metric, config key, value, error, reason) of every score of a run: the columns a
+        score table shows, without loading whole rows."""
+        stmt = (
+            select(
+                MetricScore.output_id,
+                MetricScore.metric,
+                MetricScore.config_key,
+                MetricScore.value,
+                MetricScore.error,
+                MetricScore.reason,
+            )
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(Output.run_id == run_id)
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]

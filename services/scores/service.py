@@ -14,11 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
-from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.errors import InvalidItems, ItemError
 from services.ingest import Row
-from services.models import MetricScore
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
@@ -66,94 +64,101 @@ def import_external_scores(session: Session, run_id: int, rows: list[Row]) -> Im
     and repeated (question, metric) pairs in the batch.
     """
     run = lock_run(session, run_id)
-    questions = DatasetRepository(session).questions_by_external_id(run.dataset_id)
-    outputs = RunRepository(session).outputs_by_question(run_id)
     good, errors = validate_rows(rows, ExternalScoreIn)
     errors += duplicate_errors([(r, f"{x.question_id} {x.metric}") for r, x in good], "metric")
+    targets = RunRepository(session).output_ids_by_question(
+        run.dataset_id, run_id, {item.question_id for _, item in good}
+    )
     resolved: list[tuple[ExternalScoreIn, int]] = []
     for row, item in good:
-        q = questions.get(item.question_id)
-        if q is None:
+        target = targets.get(item.question_id)
+        if target is None:
             errors.append(
                 ItemError(row.index, "question_id", f"unknown question {item.question_id!r}", row.line)
             )
-        elif q.id not in outputs:
+        elif target[1] is None:
             errors.append(
                 ItemError(
                     row.index, "question_id", f"run {run_id} has no output for {item.question_id!r}", row.line
                 )
             )
         else:
-            resolved.append((item, outputs[q.id].id))
+            resolved.append((item, target[1]))
     if errors:
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
         raise InvalidItems(f"{len(errors)} invalid score row(s); nothing was imported", errors)
 
     repo = ScoreRepository(session)
-    created = updated = unchanged = 0
+    unchanged = 0
+    new: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
     by_metric: dict[str, list[tuple[ExternalScoreIn, int]]] = {}
     for item, oid in resolved:
         by_metric.setdefault(item.metric, []).append((item, oid))
     for metric, items in by_metric.items():
-        existing = repo.existing([oid for _, oid in items], metric, EXTERNAL_CONFIG)
+        existing = repo.values_of_run(run_id, metric, EXTERNAL_CONFIG)
         for item, oid in items:
             details = {"source": "imported"}
             if item.higher_is_better is not None:
                 details["higher_is_better"] = str(item.higher_is_better).lower()
-            score = existing.get(oid)
+            stored = existing.get(oid)
             reason = None if item.value is not None else "no value given by the external tool"
-            if score is None:
-                repo.add(
-                    MetricScore(
-                        output_id=oid,
-                        metric=metric,
-                        config_key=EXTERNAL_CONFIG,
-                        config={},
-                        value=item.value,
-                        reason=reason,
-                        details=details,
-                    )
+            if stored is None:
+                new.append(
+                    {
+                        "output_id": oid,
+                        "metric": metric,
+                        "config_key": EXTERNAL_CONFIG,
+                        "config": {},
+                        "value": item.value,
+                        "reason": reason,
+                        "details": details,
+                    }
                 )
-                created += 1
-            elif (score.value, score.details) == (item.value, details):
+            elif (stored[1], stored[2]) == (item.value, details):
                 unchanged += 1
             else:
-                score.value, score.reason, score.details, score.error = item.value, reason, details, None
-                updated += 1
-    repo.flush()
+                changed.append(
+                    {
+                        "id": stored[0],
+                        "value": item.value,
+                        "reason": reason,
+                        "details": details,
+                        "error": None,
+                    }
+                )
+    repo.insert_many(new)
+    repo.update_many(changed)
+    created, updated = len(new), len(changed)
     return ImportReport(
         kind="scores", received=len(rows), created=created, updated=updated, unchanged=unchanged
     )
 
 
-def _column(score: MetricScore, multi: bool) -> str:
-    return f"{score.metric}[{score.config_key[:8]}]" if multi else score.metric
+def _column(metric: str, config_key: str, multi: bool) -> str:
+    return f"{metric}[{config_key[:8]}]" if multi else metric
 
 
 def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per output, one column per metric (and per configuration when a metric has several),
     plus an ``<column>.error`` column holding the reason or error of null values."""
     run = get_run(session, run_id)
-    questions = {q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id)}
-    outputs = RunRepository(session).outputs(run_id)
-    scores = ScoreRepository(session).of_runs([run_id])
+    cells = ScoreRepository(session).table_cells(run_id)
+    by_question = RunRepository(session).output_ids_by_question(run.dataset_id, run_id, None)
+    ordered = sorted((qid, oid, ext) for ext, (qid, oid) in by_question.items() if oid is not None)
     configs: dict[str, set[str]] = {}
-    for s in scores:
-        configs.setdefault(s.metric, set()).add(s.config_key)
-    columns: list[str] = []
-    rows: dict[int, dict[str, Any]] = {
-        o.id: {"output_id": o.id, "question_id": questions[o.question_id]} for o in outputs
-    }
-    for s in scores:
-        col = _column(s, len(configs[s.metric]) > 1)
-        if col not in columns:
-            columns.append(col)
-        rows[s.output_id][col] = s.value
-        if s.value is None:
-            rows[s.output_id][f"{col}.error"] = s.error or s.reason
-    columns.sort()
+    for _, metric, ckey, *_ in cells:
+        configs.setdefault(metric, set()).add(ckey)
+    columns: set[str] = set()
+    rows: dict[int, dict[str, Any]] = {oid: {"output_id": oid, "question_id": ext} for _, oid, ext in ordered}
+    for oid, metric, ckey, value, error, reason in cells:
+        col = _column(metric, ckey, len(configs[metric]) > 1)
+        columns.add(col)
+        rows[oid][col] = value
+        if value is None:
+            rows[oid][f"{col}.error"] = error or reason
     header = ["output_id", "question_id"]
-    for col in columns:
+    for col in sorted(columns):
         header += [col, f"{col}.error"]
     return header, [{h: r.get(h) for h in header} for r in rows.values()]
 
