@@ -30,6 +30,7 @@ def timed(fn: Any, *args: Any) -> tuple[float, Any]:
 def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
     from sqlalchemy import text
 
+    import services.reports.service as report_service
     from services.config import Settings
     from services.datasets import service as datasets
     from services.datasets.schemas import DatasetCreate
@@ -37,7 +38,6 @@ def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
     from services.ingest import Row
     from services.models import Base
     from services.ratings import service as ratings
-    from services.reports.service import build_report
     from services.runs import service as runs
     from services.runs.schemas import RunCreate
     from services.scores import service as scores
@@ -127,7 +127,7 @@ def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
 
     t, _ = timed(run_transaction, factory, table_csv)
     res["scores CSV"] = (t, None)
-    t, _ = timed(run_transaction, factory, lambda s: build_report(s, settings, [run_id]))
+    t, _ = timed(run_transaction, factory, lambda s: report_service.build_report(s, settings, [run_id]))
     res[f"report of {n} outputs"] = (t, None)
 
     # The floor: the same rows as plain tuples, one executemany per table, no validation or lookups.

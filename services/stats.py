@@ -1221,6 +1221,46 @@ def _alpha_value(data: FloatArray, level: AlphaLevel, domain: list[float]) -> fl
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
 
 
+def ordinal_alpha_resamples(data: FloatArray, domain: list[float], idx: np.ndarray) -> FloatArray:
+    """Ordinal Krippendorff's alpha of every item resample ``data[:, idx[b]]`` at once (NaN where alpha is
+    undefined: one value only), equal to ``krippendorff.alpha(..., level_of_measurement="ordinal",
+    value_domain=domain)`` on each resample.
+
+    The coincidence matrix of a resample is the sum of its items' own coincidence matrices, weighted by how
+    often each item was drawn, so every resample is one row of a matrix product; the ordinal distances
+    depend on the resample's value counts and are computed for all resamples together.
+    """
+    n_items = data.shape[1]
+    dom = np.asarray(domain, dtype=float)
+    v = dom.size
+    # Value counts per item (items x values), then each item's coincidences (items x V*V).
+    counts = np.stack([(data == value).sum(axis=0) for value in dom], axis=1).astype(float)
+    pairable = np.maximum(counts.sum(axis=1), 2.0)
+    per_item = counts[:, :, None] * counts[:, None, :]
+    per_item[:, np.arange(v), np.arange(v)] -= counts
+    per_item = (per_item / (pairable - 1)[:, None, None]).reshape(n_items, v * v)
+    out = np.empty(idx.shape[0])
+    lo, hi = np.triu_indices(v)
+    for start in range(0, idx.shape[0], 200):  # bounded memory: 200 resamples x items weights at a time
+        block = idx[start : start + 200]
+        b = block.shape[0]
+        flat = (np.arange(b)[:, None] * n_items + block).ravel()
+        weights = np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(float)
+        o = (weights @ per_item).reshape(b, v, v)
+        n_v = o.sum(axis=1)
+        n = n_v.sum(axis=1)
+        cum = np.concatenate([np.zeros((b, 1)), np.cumsum(n_v, axis=1)], axis=1)
+        d = np.zeros((b, v, v))
+        between = cum[:, hi + 1] - cum[:, lo] - (n_v[:, lo] + n_v[:, hi]) / 2
+        d[:, lo, hi] = between**2
+        d[:, hi, lo] = between**2
+        e = (n_v[:, :, None] * n_v[:, None, :] - n_v[:, :, None] * np.eye(v)) / (n - 1)[:, None, None]
+        num, den = (o * d).sum(axis=(1, 2)), (e * d).sum(axis=(1, 2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[start : start + b] = np.where(den > 0, 1 - num / den, np.nan)
+    return out
+
+
 def _alpha_results(
     data: FloatArray, domain: list[float], seed: int, n_resamples: int, confidence: float
 ) -> dict[str, AlphaResult]:
@@ -1232,12 +1272,9 @@ def _alpha_results(
     # per resample, and the report must stay fast.
     if n_resamples > 0 and n_items >= 2:
         rng = np.random.default_rng(seed)
-        for idx in rng.integers(0, n_items, size=(n_resamples, n_items)):
-            resample = data[:, idx]
-            for level in ("ordinal",):
-                value = _alpha_value(resample, level, domain)
-                if value is not None and math.isfinite(value):
-                    boot[level].append(value)
+        idx = rng.integers(0, n_items, size=(n_resamples, n_items))
+        values = ordinal_alpha_resamples(data, domain, idx)
+        boot["ordinal"] = [float(v) for v in values[np.isfinite(values)]]
     alpha = (1 - confidence) / 2
     out: dict[str, AlphaResult] = {}
     for level in levels:

@@ -67,3 +67,14 @@ class RatingRepository(Repository):
         if rows:
             now = utcnow()
             self.session.execute(update(Rating), [{"updated_at": now, **r} for r in rows])
+
+    def scores_of_runs(self, run_ids: Sequence[int]) -> list[tuple[int, str, int, int]]:
+        """(output id, rater name, score, rubric id) of every rating of these runs, as plain tuples."""
+        stmt = (
+            select(Rating.output_id, Rater.name, Rating.score, Rating.rubric_id)
+            .join(Output, Output.id == Rating.output_id)
+            .join(Rater, Rater.id == Rating.rater_id)
+            .where(Output.run_id.in_(list(run_ids)))
+            .order_by(Rating.output_id, Rater.id)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]

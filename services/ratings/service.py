@@ -225,13 +225,14 @@ class RatingTable:
 
 
 def rating_table(session: Session, run_ids: list[int]) -> RatingTable:
-    rows = RatingRepository(session).ratings_of_runs(run_ids)
+    repo = RatingRepository(session)
     scores: dict[int, dict[str, int]] = {}
-    raters: list[str] = []
-    rubric = None
-    for rating, output, rater, rub in rows:
-        scores.setdefault(output.id, {})[rater.name] = rating.score
-        if rater.name not in raters:
-            raters.append(rater.name)
-        rubric = rub
-    return RatingTable(output_ids=sorted(scores), raters=raters, scores=scores, rubric=rubric)
+    raters: dict[str, None] = {}
+    rubric_ids: set[int] = set()
+    for output_id, rater, score, rubric_id in repo.scores_of_runs(run_ids):
+        scores.setdefault(output_id, {})[rater] = score
+        raters.setdefault(rater)
+        rubric_ids.add(rubric_id)
+    # One rubric per run (enforced at import); pooled runs report the last one, as before.
+    rubric = session.get(Rubric, max(rubric_ids)) if rubric_ids else None
+    return RatingTable(output_ids=sorted(scores), raters=list(raters), scores=scores, rubric=rubric)

@@ -58,45 +58,40 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
     table = rating_table(session, run_ids)
     refs = table.reference(reference, min_raters)
     items = []
-    for output, question in RunRepository(session).outputs_and_questions(run_ids):
-        ref = refs.get(output.id)
+    for output_id, external_id, types, answerable in RunRepository(session).report_items(run_ids):
+        ref = refs.get(output_id)
         if ref is None:
             human, missing = None, "not rated"
         elif ref[2]:
             human, missing = None, f"rated by fewer than {min_raters} raters"
         else:
             human, missing = ref[0], None
-        items.append(
-            Item(
-                output.id,
-                question.external_id,
-                list(question.types or []),
-                question.answerable,
-                human,
-                missing,
-            )
-        )
+        items.append(Item(output_id, external_id, list(types or []), answerable, human, missing))
     columns: dict[str, Column] = {}
-    scores = ScoreRepository(session).of_runs(run_ids)
-    configs: dict[str, dict[str, Any]] = {}
-    for s in scores:
+    repo = ScoreRepository(session)
+    # Plain tuples of the columns a report uses; each configuration's JSON (config, details) is read once.
+    cells = repo.report_cells(run_ids)
+    configs: dict[str, tuple[str, Any]] = {}
+    for _, metric, ckey, at, *_ in cells:
         # With several configurations of one metric, the latest one is reported (the others stay stored).
-        latest = configs.get(s.metric)
-        if latest is None or s.updated_at > latest["at"]:
-            configs[s.metric] = {"key": s.config_key, "at": s.updated_at}
-    for s in scores:
-        if configs[s.metric]["key"] != s.config_key:
+        latest = configs.get(metric)
+        if latest is None or at > latest[1]:
+            configs[metric] = (ckey, at)
+    meta = repo.column_meta(run_ids, {(m, c) for m, (c, _) in configs.items()})
+    for oid, metric, ckey, _, value, error, reason in cells:
+        if configs[metric][0] != ckey:
             continue
-        col = columns.setdefault(
-            s.metric, Column(s.metric, s.metric, s.config_key, details=dict(s.config or {}))
-        )
-        if s.value is not None:
-            col.values[s.output_id] = s.value
-        elif s.error:
-            col.missing[s.output_id] = f"error: {s.error.split(':', 1)[0]}"
+        col = columns.get(metric)
+        if col is None:
+            config, details = meta.get((metric, ckey), ({}, {}))
+            col = columns[metric] = Column(metric, metric, ckey, details=dict(config or {}))
+            if details and "higher_is_better" in details:
+                col.details["higher_is_better"] = details["higher_is_better"]
+        if value is not None:
+            col.values[oid] = value
+        elif error:
+            col.missing[oid] = f"error: {error.split(':', 1)[0]}"
         else:
-            col.missing[s.output_id] = f"undefined: {s.reason or 'no value'}"
-        if s.details and "higher_is_better" in s.details:
-            col.details["higher_is_better"] = s.details["higher_is_better"]
+            col.missing[oid] = f"undefined: {reason or 'no value'}"
     retired_ratings, retired_scores = RunRepository(session).retired_counts(run_ids)
     return ReportData(datasets.pop(), run_ids, items, columns, table, retired_ratings, retired_scores)

@@ -159,6 +159,16 @@ class RunRepository(Repository):
         stmt = select(Document.id, Document.text).where(Document.id.in_(list(document_ids)))
         return {i: t for i, t in self.session.execute(stmt)}
 
+    def report_items(self, run_ids: Sequence[int]) -> list[tuple[int, str, list[str], bool]]:
+        """(output id, question external id, types, answerable) of the runs' outputs, as plain tuples."""
+        stmt = (
+            select(Output.id, Question.external_id, Question.types, Question.answerable)
+            .join(Question, Question.id == Output.question_id)
+            .where(Output.run_id.in_(list(run_ids)))
+            .order_by(Output.run_id, Question.id)
+        )
+        return [(i, e, t, a) for i, e, t, a in self.session.execute(stmt)]
+
     def outputs_and_questions(self, run_ids: Sequence[int]) -> list[tuple[Output, Question]]:
         stmt = (
             select(Output, Question)

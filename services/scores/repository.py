@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from services.models import MetricScore, Output, utcnow
 from services.repository import Repository
@@ -74,3 +74,38 @@ class ScoreRepository(Repository):
             .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
         )
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
+
+    def report_cells(self, run_ids: Iterable[int]) -> list[tuple[Any, ...]]:
+        """(output id, metric, config key, updated at, value, error, reason) of every score of the runs."""
+        stmt = (
+            select(
+                MetricScore.output_id,
+                MetricScore.metric,
+                MetricScore.config_key,
+                MetricScore.updated_at,
+                MetricScore.value,
+                MetricScore.error,
+                MetricScore.reason,
+            )
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(Output.run_id.in_(list(run_ids)))
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]
+
+    def column_meta(
+        self, run_ids: Iterable[int], keys: set[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+        """(metric, config key) -> (config, details) of the latest score of each configuration."""
+        latest = (
+            select(func.max(MetricScore.id))
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(Output.run_id.in_(list(run_ids)))
+            .group_by(MetricScore.metric, MetricScore.config_key)
+        )
+        stmt = select(
+            MetricScore.metric, MetricScore.config_key, MetricScore.config, MetricScore.details
+        ).where(MetricScore.id.in_(latest))
+        return {
+            (m, c): (cfg or {}, det or {}) for m, c, cfg, det in self.session.execute(stmt) if (m, c) in keys
+        }
