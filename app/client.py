@@ -83,33 +83,16 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
     return job
 
 
+def render_report(report: dict[str, Any]) -> str:
+    """The report for a terminal, worded like the HTML page (services.reports.text)."""
+    from services.reports.schemas import ReportRead
+    from services.reports.text import render_text
+
+    return render_text(ReportRead.model_validate(report))
+
+
 def _print_report(report: dict[str, Any]) -> None:
-    for note in report.get("notes", []):
-        print(f"NOTE: {note}")
-    res = (report.get("agreement") or {}).get("result") or {}
-    alpha = (res.get("alpha") or {}).get("ordinal") or {}
-    if alpha.get("estimate") is not None:
-        print(
-            f"agreement: Krippendorff alpha {alpha['estimate']:.2f}; human ceiling "
-            f"{report['human_ceiling'] or float('nan'):.2f}"
-        )
-    for a in report["analyses"]:
-        print(f"\n{a['id']}. {a['title']}" + (f" — {a['note']}" if a.get("note") else ""))
-        for m in a["metrics"]:
-            p = m["pearson"]
-            if p["estimate"] is None:
-                print(f"   {m['metric']:<36} undefined: {p['undefined_reason']}")
-                continue
-            flag = ""
-            comp = m.get("comparison")
-            if m["metric"] == a["best"]:
-                flag = "best"
-            elif comp and comp.get("indistinguishable_from_best"):
-                flag = "≈ best"
-            print(
-                f"   {m['metric']:<36} r = {p['estimate']:+.2f} [{p['ci_low']:+.2f}, {p['ci_high']:+.2f}]"
-                f"  n = {m['n']:<4} {flag}"
-            )
+    print(render_report(report), end="")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,32 +138,38 @@ def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say)
 def summary(
     factory: sessionmaker[Session], settings: Settings, run_ids: dict[str, int], base_url: str
 ) -> str:
-    """A short text summary: agreement, the ceiling and the top metrics with their intervals."""
+    """A short text summary: metrics computed, agreement, the ceiling, warnings and the top metrics."""
+    from services.reports import text
     from services.reports.service import build_report
 
     with factory() as s:
         report = build_report(s, settings, list(run_ids.values()))
     lines = [f"Demo report (both runs pooled, {report.reference_score['n_with_reference']} rated outputs):"]
+    if report.coverage:
+        lines.append(f"  {report.coverage.summary}")
     res = (report.agreement or {}).get("result") or {}
     alpha = (res.get("alpha") or {}).get("ordinal") or {}
     if alpha.get("estimate") is not None:
-        lines.append(
-            f"  inter-rater agreement: Krippendorff alpha (ordinal) {alpha['estimate']:.2f} "
-            f"[{alpha['ci_low']:.2f}, {alpha['ci_high']:.2f}]; human ceiling sqrt(ICC(A,k)) = "
+        ci = text.interval(alpha.get("ci_low"), alpha.get("ci_high"))
+        ceiling = (
             f"{report.human_ceiling:.2f}"
-            if report.human_ceiling
-            else ""
+            if report.human_ceiling is not None
+            else f"undefined ({report.human_ceiling_undefined_reason})"
         )
+        lines.append(
+            f"  inter-rater agreement: Krippendorff alpha (ordinal) {alpha['estimate']:.2f}"
+            + (f" {ci}" if ci else "")
+            + f"; human ceiling sqrt(ICC(A,k)) = {ceiling}"
+        )
+    for w in report.warnings:
+        lines.append(f"  warning ({w.scope}): {w.message}")
     for analysis in report.analyses:
         top = [m for m in analysis.metrics if m.pearson.estimate is not None][:3]
         if not top:
             continue
-        lines.append(f"  {analysis.id}. {analysis.title}:")
+        lines.append(f"  {analysis.id}. {analysis.title}: {analysis.verdict}")
         for m in top:
-            p = m.pearson
-            lines.append(
-                f"       {m.metric:<28} r = {p.estimate:+.2f} [{p.ci_low:+.2f}, {p.ci_high:+.2f}], n = {m.n}"
-            )
+            lines.append(f"       {m.metric:<28} r = {text.corr(m.pearson, signed=True)}, n = {m.n}")
     lines.append("  " + RATINGS_NOTE)
     ids = ",".join(map(str, run_ids.values()))
     lines.append(f"Report page (both runs pooled): {base_url}/report.html?runs={ids}")

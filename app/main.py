@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
+from app import docs
 from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
@@ -95,6 +96,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # The API docs are served from local assets (app.docs), never from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -107,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
+    docs.install(app)
     for module in (
         home,
         health,

@@ -1,4 +1,5 @@
-"""Correlation reports: agreement, the three analyses, CSV, figure (SVG/PNG) and an HTML page."""
+"""Correlation reports: agreement, the three analyses as JSON, CSV or Markdown, the figure (SVG/PNG/PDF), an
+HTML page, and a per-item drill-down for each metric."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from app.deps import MAX_ID, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
-from services.reports import render
-from services.reports.schemas import ReportRead
+from services.reports import markdown, render
+from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 
@@ -114,6 +115,12 @@ async def _report(request: Request, run_ids: list[int], params: ReportParams, fm
                 "Content-Disposition": f'attachment; filename="report-{"-".join(map(str, run_ids))}.csv"'
             },
         )
+    if fmt == "md":
+        return PlainTextResponse(
+            markdown.render(report),
+            media_type="text/markdown; charset=utf-8",
+            headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
+        )
     return JSONResponse(report.model_dump(mode="json"))
 
 
@@ -123,6 +130,7 @@ _CSV: dict[int | str, dict[str, Any]] = {
         "content": {
             "application/json": {"schema": {"$ref": "#/components/schemas/ReportRead"}},
             "text/csv": {},
+            "text/markdown": {},
         }
     }
 }
@@ -139,25 +147,29 @@ async def agreement(
 
 @router.get("/runs/{run_id}/report", responses={**responses(404, 422), **_CSV})
 async def run_report(
-    run_id: RunId, request: Request, params: ParamsDep, format: Literal["json", "csv"] = "json"
+    run_id: RunId, request: Request, params: ParamsDep, format: Literal["json", "csv", "md"] = "json"
 ) -> Response:
-    """Agreement and the study's three analyses for one run (`?format=csv`: one row per metric x analysis)."""
+    """Agreement and the study's three analyses for one run (`?format=csv`: one row per metric x analysis;
+    `?format=md`: Markdown for a pull request or a wiki). Every catalogue metric is listed: computed, or not
+    and why; `warnings` says what the items cannot support."""
     return await _report(request, [run_id], params, format)
 
 
 @router.get("/report", responses={**responses(404, 422), **_CSV})
 async def pooled_report(
-    request: Request, params: ParamsDep, runs: RunsQuery, format: Literal["json", "csv"] = "json"
+    request: Request, params: ParamsDep, runs: RunsQuery, format: Literal["json", "csv", "md"] = "json"
 ) -> Response:
     """The report over several runs of one dataset, pooled (items = outputs)."""
     return await _report(request, _run_ids(runs), params, format)
 
 
+MEDIA = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
+
+
 async def _figure(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
     report = await _build(request, run_ids, params)
-    media = "image/svg+xml" if fmt == "svg" else "image/png"
-    body = await _compute(request, render.figure_bytes, report, "svg" if fmt == "svg" else "png")
-    return Response(body, media_type=media)
+    body = await _compute(request, render.figure_bytes, report, fmt)
+    return Response(body, media_type=MEDIA[fmt])
 
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
@@ -167,6 +179,7 @@ async def _page(request: Request, run_ids: list[int], params: ReportParams) -> H
 
 _SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}
 _PNG = {**responses(404, 422), 200: {"content": {"image/png": {}}}}
+_PDF = {**responses(404, 422), 200: {"content": {"application/pdf": {}}}}
 _HTML = {**responses(404, 422), 200: {"content": {"text/html": {}}}}
 
 
@@ -179,6 +192,11 @@ async def report_svg(run_id: RunId, request: Request, params: ParamsDep) -> Resp
 @router.get("/runs/{run_id}/report.png", responses=_PNG)
 async def report_png(run_id: RunId, request: Request, params: ParamsDep) -> Response:
     return await _figure(request, [run_id], params, "png")
+
+
+@router.get("/runs/{run_id}/report.pdf", responses=_PDF)
+async def report_pdf(run_id: RunId, request: Request, params: ParamsDep) -> Response:
+    return await _figure(request, [run_id], params, "pdf")
 
 
 @router.get("/runs/{run_id}/report.html", responses=_HTML)
@@ -197,6 +215,46 @@ async def pooled_png(request: Request, params: ParamsDep, runs: RunsQuery) -> Re
     return await _figure(request, _run_ids(runs), params, "png")
 
 
+@router.get("/report.pdf", responses=_PDF)
+async def pooled_pdf(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
+    return await _figure(request, _run_ids(runs), params, "pdf")
+
+
 @router.get("/report.html", responses=_HTML)
 async def pooled_html(request: Request, params: ParamsDep, runs: RunsQuery) -> HTMLResponse:
     return await _page(request, _run_ids(runs), params)
+
+
+MetricPath = Annotated[
+    str, Path(min_length=1, max_length=300, description="metric name as in the report, with @k if any")
+]
+
+
+@router.get(
+    "/runs/{run_id}/metrics/{metric}/items", response_model=MetricItems, responses=responses(404, 422)
+)
+async def metric_items(run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep) -> MetricItems:
+    """One metric's per-item table: question, human score, metric score, percentiles and their difference,
+    largest disagreements first."""
+    return await _compute(request, render.items, [run_id], metric, params.kwargs)  # type: ignore[no-any-return]
+
+
+@router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_HTML)
+async def metric_items_html(
+    run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep
+) -> HTMLResponse:
+    return HTMLResponse(await _compute(request, render.items_page, [run_id], metric, params.kwargs))
+
+
+@router.get("/report/metrics/{metric}/items", response_model=MetricItems, responses=responses(404, 422))
+async def pooled_metric_items(
+    metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
+) -> MetricItems:
+    return await _compute(request, render.items, _run_ids(runs), metric, params.kwargs)  # type: ignore[no-any-return]
+
+
+@router.get("/report/metrics/{metric}/items.html", responses=_HTML)
+async def pooled_metric_items_html(
+    metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
+) -> HTMLResponse:
+    return HTMLResponse(await _compute(request, render.items_page, _run_ids(runs), metric, params.kwargs))

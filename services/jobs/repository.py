@@ -21,6 +21,12 @@ class JobRepository(Repository):
             stmt = stmt.where(Job.status == status)
         return self.session.scalars(stmt).all()
 
+    def scoring_jobs_of_runs(self, run_ids: Sequence[int]) -> list[Job]:
+        """Scoring jobs of these runs, newest first (the run id lives in the job's JSON params)."""
+        wanted = set(run_ids)
+        jobs = self.session.scalars(select(Job).where(Job.kind == "scoring").order_by(Job.id.desc())).all()
+        return [j for j in jobs if (j.params or {}).get("run_id") in wanted]
+
     def add_items(self, job_id: int, keys: Sequence[str]) -> None:
         self.session.add_all(JobItem(job_id=job_id, key=k) for k in keys)
 

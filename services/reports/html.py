@@ -1,135 +1,123 @@
-"""The report as one HTML page readable without JavaScript: notes, agreement, the figure, the tables."""
+"""The report as one HTML page readable without JavaScript: warnings, notes, agreement, the figure, one table
+per analysis with its verdict and the metrics not computed; and a drill-down page per metric."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
-from typing import Any
 
-from services.reports.schemas import Corr, ReportRead
+from services.reports import text
+from services.reports.schemas import MetricItems, ReportRead
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
-td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:right}th{background:#f5f5f5}
-td:first-child,th:first-child{text-align:left}
+td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;vertical-align:top}th{background:#f5f5f5}
+td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}
 .note{background:#fff6d6;border:1px solid #e6c200;padding:.5rem .75rem;border-radius:4px}
-.muted{color:#777}.best{font-weight:600}.figure{overflow-x:auto;border:1px solid #eee;padding:.5rem}
+.warnings{background:#fdecea;border:1px solid #d93025;padding:.5rem .75rem;border-radius:4px}
+.warnings ul{margin:.25rem 0;padding-left:1.25rem}
+.muted{color:#666}.top{font-weight:600}.group{background:#fffbe6}
+.verdict{font-weight:600}
+.figure{border:1px solid #eee;padding:.5rem}.figure svg{width:100%;height:auto;display:block}
+.nc td{color:#555}
 """
 
 
-def _f(x: float | None, digits: int = 2) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+def _page(title: str, body: list[str]) -> str:
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>" + "".join(body) + "</body></html>"
+    )
 
 
-def _p(p: float | None) -> str:
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+def _warnings(report: ReportRead) -> str:
+    if not report.warnings:
+        return ""
+    items = "".join(f"<li><b>{escape(w.scope)}</b>: {escape(w.message)}</li>" for w in report.warnings)
+    return f"<div class='warnings' id='warnings' role='note'><b>Read with care</b><ul>{items}</ul></div>"
 
 
-def _filters(f: dict[str, Any]) -> str:
-    types = ", ".join(f.get("types") or []) or "all question types"
-    answerable = {None: "all questions", True: "answerable questions only", False: "unanswerable only"}
-    ci = "paired BCa bootstrap CIs" if f.get("ci") == "bca" else "Fisher / Fieller CIs"
-    return f"k = {f.get('k')}; {escape(types)}; {answerable.get(f.get('answerable'), 'all questions')}; {ci}"
-
-
-def _corr(c: Corr) -> str:
-    if c.estimate is None:
-        return f'<span class="muted" title="{escape(c.undefined_reason or "")}">undefined</span>'
-    ci = f" [{_f(c.ci_low)}, {_f(c.ci_high)}]" if c.ci_low is not None else ""
-    return f"{_f(c.estimate)}{ci}"
-
-
-def _agreement(block: dict[str, Any] | None) -> str:
-    if not block:
-        return "<p>No ratings.</p>"
-    if block.get("result") is None:
-        return f"<p class='muted'>Agreement undefined: {escape(str(block.get('undefined_reason')))}</p>"
-    res = block["result"]
-    alpha = res["alpha"].get("ordinal", {})
-    icc = res["icc"]
-    rows = [
-        ("Raters", ", ".join(escape(r) for r in block["raters"])),
-        (
-            "Outputs rated / used",
-            f"{block['n_rated_outputs']} / {block['n_used']}"
-            f" ({block['n_excluded_under_min_raters']} under {block['min_raters']} raters excluded)",
-        ),
-        (
-            "Krippendorff's α (ordinal)",
-            f"{_f(alpha.get('estimate'))} [{_f(alpha.get('ci_low'))}, {_f(alpha.get('ci_high'))}]",
-        ),
-        ("ICC(A,1)", _f((icc.get("ICC(A,1)") or {}).get("estimate"))),
-        ("ICC(A,k)", _f((icc.get("ICC(A,k)") or {}).get("estimate"))),
-        ("Quadratic-weighted κ", _f(res.get("kappa_quadratic"))),
-        ("Human ceiling √ICC(A,k)", _f(res.get("attenuation_ceiling"))),
-    ]
-    for p in res["pairs"]:
-        rows.append(
-            (
-                f"{escape(p['rater_a'])} vs {escape(p['rater_b'])}",
-                f"Pearson {_f(p['pearson']['estimate'])}, exact {_f(p['exact'])}, ±1 {_f(p['within_one'])},"
-                f" n = {p['n_items']}",
-            )
-        )
-    return "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-
-
-def render(report: ReportRead, svg: str, links: dict[str, str]) -> str:
-    runs = ", ".join(f"{escape(r.name)} (#{r.id})" for r in report.runs)
-    parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>ragmeta report — {runs}</title><style>{CSS}</style></head><body>",
-        f"<h1>Which metrics track your raters? — {runs}</h1>",
-    ]
+def render(
+    report: ReportRead,
+    svg: str,
+    links: dict[str, str],
+    metric_href: Callable[[str], str] | None = None,
+) -> str:
+    runs = text.runs_label(report)
+    parts = [f"<h1>Which metrics track your raters? — {escape(runs)}</h1>", _warnings(report)]
     for note in report.notes:
         parts.append(f"<p class='note'>{escape(note)}</p>")
     ref = report.reference_score
     parts.append(
         f"<p>{ref['n_items']} outputs; human reference = {escape(ref['method'])} of the raters for "
-        f"{ref['n_with_reference']} of them. {_filters(report.filters)}. "
-        + " · ".join(f"<a href='{escape(u)}'>{escape(t)}</a>" for t, u in links.items())
-        + "</p>"
+        f"{ref['n_with_reference']} of them. {escape(text.filters(report.filters))}.</p>"
     )
-    parts.append("<h2>Inter-rater agreement</h2>" + _agreement(report.agreement))
-    parts.append(f"<h2>Figure</h2><div class='figure'>{svg}</div>")
+    if report.coverage:
+        parts.append(f"<p id='coverage'><b>Metrics:</b> {escape(report.coverage.summary)}.</p>")
+    parts.append(
+        "<p>" + " · ".join(f"<a href='{escape(u)}'>{escape(t)}</a>" for t, u in links.items()) + "</p>"
+    )
+    rows = text.agreement_rows(report.agreement, report.human_ceiling, report.human_ceiling_undefined_reason)
+    parts.append(
+        "<h2>Inter-rater agreement</h2><table id='agreement'>"
+        + "".join(f"<tr><th>{escape(k)}</th><td class='l'>{escape(v)}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
+    parts.append(f"<h2>Figure</h2><div class='figure' id='figure'>{svg}</div>")
     for a in report.analyses:
         parts.append(
-            f"<h2>{a.id}. {escape(a.title)}</h2><p class='muted'>Reference: {escape(a.reference)}"
-            + (f" — {escape(a.note)}" if a.note else "")
+            f"<h2 id='analysis-{a.id}'>{a.id}. {escape(a.title)}</h2><p class='muted'>Reference: "
+            f"{escape(a.reference)}"
+            + (f" — {escape(a.note)}" if a.note and a.note != a.verdict else "")
             + "</p>"
         )
-        if not a.metrics:
-            continue
-        parts.append(
-            "<table><tr><th>metric</th><th>n</th><th>excluded</th><th>Pearson r [95% CI]</th><th>p</th>"
-            "<th>Spearman ρ [CI]</th><th>Kendall τ-b [CI]</th><th>vs best: Δr, Holm p</th>"
-            "<th>verdict</th></tr>"
-        )
-        for m in a.metrics:
-            c = m.comparison
-            if m.metric == a.best:
-                verdict = "best"
-            elif c is None or c.indistinguishable_from_best is None:
-                verdict = "—"
-            elif c.indistinguishable_from_best:
-                verdict = "indistinguishable from the best at 95 %"
-            else:
-                verdict = "worse than the best"
-            excl = "; ".join(f"{escape(k)}: {v}" for k, v in sorted(m.excluded.items())) or "—"
-            comp = "—" if c is None else f"{_f(c.difference)}, {_p(c.holm_p)}"
-            title = f" title='{escape(c.note)}'" if c and c.note else ""
+        if a.verdict:
+            parts.append(f"<p class='verdict'>Verdict: {escape(a.verdict)}.</p>")
+        if a.metrics:
             parts.append(
-                f"<tr{' class=best' if m.metric == a.best else ''}><td>{escape(m.metric)}"
-                f"{'' if m.higher_is_better else ' (lower is better)'}</td><td>{m.n}</td>"
-                f"<td style='text-align:left'>{excl}</td><td>{_corr(m.pearson)}</td>"
-                f"<td>{_p(m.pearson.p_value)}</td><td>{_corr(m.spearman)}</td><td>{_corr(m.kendall)}</td>"
-                f"<td{title}>{comp}</td><td>{verdict}</td></tr>"
+                f"<table class='analysis' id='table-{a.id}'><tr><th>metric</th><th>library</th><th>n</th>"
+                "<th>excluded</th><th>Pearson r [95% CI]</th><th>p</th><th>Spearman ρ [CI]</th>"
+                "<th>Kendall τ-b [CI]</th><th>vs the top metric: Δr, Holm p</th><th>verdict</th></tr>"
             )
-        parts.append("</table>")
+            for m in a.metrics:
+                c = m.comparison
+                label = escape(text.metric_label(m))
+                if metric_href is not None:
+                    label = f"<a href='{escape(metric_href(m.metric))}' title='per-item table'>{label}</a>"
+                classes = []
+                if m.metric == a.top:
+                    classes.append("top")
+                if m.metric in a.top_group and len(a.top_group) > 1:
+                    classes.append("group")
+                cls = f" class='{' '.join(classes)}'" if classes else ""
+                title = f" title='{escape(c.note)}'" if c and c.note else ""
+                parts.append(
+                    f"<tr{cls}><td>{label}</td><td class='l'>{escape(text.library_label(m.library))}</td>"
+                    f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>"
+                    f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
+                    f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
+                    f"<td{title}>{escape(text.comparison(m))}</td>"
+                    f"<td class='l'>{escape(text.row_verdict(a, m))}</td></tr>"
+                )
+            parts.append("</table>")
+            if any(m.pearson.ci_clipped for m in a.metrics):
+                parts.append("<p class='muted'>* interval clipped to the coefficient's domain [-1, 1].</p>")
+        if a.not_computed:
+            parts.append(
+                f"<table class='not-computed' id='not-computed-{a.id}'><tr><th>not computed</th>"
+                "<th class='l'>metrics</th></tr>"
+            )
+            for reason, names in text.not_computed_groups(a.not_computed):
+                parts.append(
+                    f"<tr class='nc'><td class='l'>{escape(reason)}</td><td class='l'>"
+                    + ", ".join(f"<span class='metric'>{escape(n)}</span>" for n in names)
+                    + "</td></tr>"
+                )
+            parts.append("</table>")
     if report.by_type:
         names = sorted({k for t in report.by_type for k in t.metrics})
         parts.append(
@@ -138,8 +126,54 @@ def render(report: ReportRead, svg: str, links: dict[str, str]) -> str:
             + "</tr>"
         )
         for t in report.by_type:
-            cells = "".join(f"<td>{_corr(t.metrics[n]) if n in t.metrics else '—'}</td>" for n in names)
+            cells = "".join(
+                f"<td>{escape(text.corr(t.metrics[n])) if n in t.metrics else '—'}</td>" for n in names
+            )
             parts.append(f"<tr><td>{escape(t.type)}</td><td>{t.n_items}</td>{cells}</tr>")
         parts.append("</table>")
-    parts.append("</body></html>")
-    return "".join(parts)
+    return _page(f"ragmeta report — {runs}", parts)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f}"
+
+
+def render_items(items: MetricItems, runs: str, back: str) -> str:
+    """A metric's per-item table, largest disagreements first."""
+    direction = "higher is better" if items.higher_is_better else "lower is better"
+    parts = [
+        f"<p><a href='{escape(back)}'>← report</a></p>",
+        f"<h1>{escape(items.metric)} vs the raters — {escape(runs)}</h1>",
+        f"<p>{escape(text.library_label(items.library))} metric, {direction}. {items.n} outputs have both a "
+        f"metric score and a human reference score"
+        + (f"; Pearson r = {escape(text.corr(items.pearson))}" if items.pearson else "")
+        + ".</p>",
+        "<p class='muted'>Percentiles are mid-ranks among these outputs (metric oriented so that higher "
+        "is better). Disagreement = metric percentile − human percentile: a large positive value is an "
+        "output the metric rates much higher than the raters do; largest disagreements first.</p>",
+    ]
+    if items.excluded:
+        parts.append(
+            "<p>Excluded: "
+            + "; ".join(f"{escape(k)}: {v}" for k, v in sorted(items.excluded.items()))
+            + "</p>"
+        )
+    parts.append(
+        "<table id='items'><tr><th>question</th><th>run</th><th>answer</th><th>human</th><th>metric</th>"
+        "<th>human pct</th><th>metric pct</th><th>disagreement</th></tr>"
+    )
+    for it in items.items:
+        dis = (
+            f"{it.disagreement:+.0f}"
+            if it.disagreement is not None
+            else f"<span class='muted'>{escape(it.missing_reason or '—')}</span>"
+        )
+        parts.append(
+            f"<tr><td class='l'><b>{escape(it.question_id)}</b> {escape(it.question)}</td>"
+            f"<td>{it.run_id}</td>"
+            f"<td class='l'>{escape(it.answer or '—')}</td><td>{text.num(it.human)}</td>"
+            f"<td>{text.num(it.value, 3)}</td><td>{_pct(it.human_percentile)}</td>"
+            f"<td>{_pct(it.metric_percentile)}</td><td>{dis}</td></tr>"
+        )
+    parts.append("</table>")
+    return _page(f"ragmeta — {items.metric} per item", parts)

@@ -4,12 +4,14 @@ router runs, in a report worker process (``services.reports.pool``) or in a thre
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.reports import figure, html
-from services.reports.schemas import ReportRead
+from services.reports.drilldown import metric_items
+from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report
 
 
@@ -21,21 +23,62 @@ def agreement(session: Session, settings: Settings, run_ids: list[int], seed: in
     return agreement_block(session, settings, run_ids, seed)
 
 
-def figure_bytes(session: Session, settings: Settings, rep: ReportRead, fmt: Literal["svg", "png"]) -> bytes:
+def figure_bytes(
+    session: Session, settings: Settings, rep: ReportRead, fmt: Literal["svg", "png", "pdf"]
+) -> bytes:
     return figure.render(rep, fmt)
+
+
+def _base(run_ids: list[int]) -> tuple[str, str]:
+    """Path prefix and query of the report of these runs."""
+    if len(run_ids) == 1:
+        return f"/runs/{run_ids[0]}/report", ""
+    return "/report", f"runs={','.join(map(str, run_ids))}"
+
+
+def _url(path: str, query: str, extra: str = "") -> str:
+    q = "&".join(x for x in (query, extra) if x)
+    return f"{path}?{q}" if q else path
+
+
+def links(run_ids: list[int]) -> dict[str, str]:
+    base, query = _base(run_ids)
+    return {
+        "JSON": _url(base, query),
+        "CSV": _url(base, query, "format=csv"),
+        "Markdown": _url(base, query, "format=md"),
+        "SVG": _url(f"{base}.svg", query),
+        "PNG": _url(f"{base}.png", query),
+        "PDF": _url(f"{base}.pdf", query),
+        "API docs": "/docs",
+    }
+
+
+def items_href(run_ids: list[int], metric: str) -> str:
+    name = quote(metric, safe="")
+    if len(run_ids) == 1:
+        return f"/runs/{run_ids[0]}/metrics/{name}/items.html"
+    return f"/report/metrics/{name}/items.html?runs={','.join(map(str, run_ids))}"
 
 
 def page(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
     svg = figure.render(rep, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
-    if len(run_ids) == 1:
-        base, query = f"/runs/{run_ids[0]}/report", "?"
-    else:
-        base, query = "/report", f"?runs={','.join(map(str, run_ids))}&"
-    links = {
-        "JSON": f"{base}{query.rstrip('?&')}",
-        "CSV": f"{base}{query}format=csv",
-        "PNG": f"{base}.png{query.rstrip('?&')}",
-        "API docs": "/docs",
-    }
-    return html.render(rep, svg, links)
+    return html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric))
+
+
+def items(
+    session: Session, settings: Settings, run_ids: list[int], metric: str, kwargs: dict[str, Any]
+) -> MetricItems:
+    return metric_items(
+        session, settings, run_ids, metric, types=kwargs.get("types"), answerable=kwargs.get("answerable")
+    )
+
+
+def items_page(
+    session: Session, settings: Settings, run_ids: list[int], metric: str, kwargs: dict[str, Any]
+) -> str:
+    table = items(session, settings, run_ids, metric, kwargs)
+    base, query = _base(run_ids)
+    runs = ", ".join(f"#{r}" for r in run_ids)
+    return html.render_items(table, f"run(s) {runs}", _url(f"{base}.html", query))

@@ -12,6 +12,9 @@ class Corr(BaseModel):
     p_value: float | None
     ci_method: str | None
     undefined_reason: str | None = None
+    ci_clipped: str | None = Field(
+        default=None, description="set when the interval was clipped to the coefficient's domain, and why"
+    )
 
 
 class Comparison(BaseModel):
@@ -48,13 +51,39 @@ class MetricRow(BaseModel):
     comparison: Comparison | None = None
 
 
+class NotComputed(BaseModel):
+    """A catalogue metric that belongs to an analysis but has no statistics, and why."""
+
+    metric: str
+    library: str
+    kind: str
+    reason: str
+    reason_code: str | None = Field(
+        default=None, description="no_judge, unavailable, not_requested, pending or failed"
+    )
+
+
 class Analysis(BaseModel):
     id: Literal[1, 2, 3]
     title: str
     reference: str
     metrics: list[MetricRow]
-    best: str | None
+    best: str | None = Field(
+        description="the top metric, named only when at least one other metric is distinguishable from it "
+        "at 95 %; null otherwise (see `top` and `verdict`)"
+    )
     note: str | None = None
+    top: str | None = Field(
+        default=None, description="the metric with the highest oriented r (the anchor of the comparisons)"
+    )
+    top_group: list[str] = Field(
+        default_factory=list,
+        description="the top metric and every metric not distinguishable from it at 95 % (Holm)",
+    )
+    verdict: str | None = Field(default=None, description="the analysis' conclusion in one sentence")
+    not_computed: list[NotComputed] = Field(
+        default_factory=list, description="catalogue metrics of this analysis with no statistics, and why"
+    )
 
 
 class TypeBreakdown(BaseModel):
@@ -69,6 +98,41 @@ class RunInfo(BaseModel):
     notes: list[str]
 
 
+class ReportWarning(BaseModel):
+    """Something the reader must know before trusting a figure: too few items, a clipped interval..."""
+
+    code: Literal["small_sample", "comparison_underpowered", "undefined", "ci_clipped", "failed_scores"]
+    scope: str = Field(description="report, agreement, analysis N, or a metric name")
+    message: str
+    n: int | None = None
+    n_needed: int | None = Field(default=None, description="items that would be needed, when it can be said")
+
+
+class MetricStatus(BaseModel):
+    """One catalogue metric (or external score) and what the report could do with it."""
+
+    metric: str
+    library: str
+    kind: str
+    needs_judge: bool
+    status: Literal["computed", "not_computed"]
+    reason_code: Literal["computed", "no_judge", "unavailable", "not_requested", "pending", "failed"]
+    reason: str | None = Field(description="why it is not computed, or what failed on some items")
+    n_scored: int = Field(description="outputs with a value")
+    n_failed: int = Field(description="outputs whose score is an error")
+    failure_causes: dict[str, int] = Field(default_factory=dict)
+    analyses: list[int] = Field(
+        description="analyses it belongs to (1 overall/generation, 2 and 3 retrieval)"
+    )
+
+
+class Coverage(BaseModel):
+    n_metrics: int = Field(description="catalogue metrics plus external scores known to the runs")
+    n_computed: int
+    by_reason: dict[str, int]
+    summary: str = Field(examples=["8 of 38 metrics computed; 30 need an LLM judge (set ...)"])
+
+
 class ReportRead(BaseModel):
     dataset_id: int
     runs: list[RunInfo]
@@ -80,3 +144,41 @@ class ReportRead(BaseModel):
     analyses: list[Analysis]
     by_type: list[TypeBreakdown]
     bootstrap: dict[str, Any] | None = None
+    human_ceiling_undefined_reason: str | None = None
+    warnings: list[ReportWarning] = Field(default_factory=list)
+    metric_status: list[MetricStatus] = Field(
+        default_factory=list,
+        description="every catalogue metric asked for or known to the runs: computed, or not and why",
+    )
+    coverage: Coverage | None = None
+
+
+class MetricItem(BaseModel):
+    """One output in a metric's drill-down: its human score, its metric score and how far apart they rank."""
+
+    output_id: int
+    run_id: int
+    question_id: str
+    question: str
+    answer: str | None
+    human: float | None
+    value: float | None
+    human_percentile: float | None = Field(default=None, description="mid-rank of the human score, 0-100")
+    metric_percentile: float | None = Field(
+        default=None, description="mid-rank of the metric score, 0-100, oriented so that higher is better"
+    )
+    disagreement: float | None = Field(
+        default=None, description="metric percentile minus human percentile: > 0 the metric rates it higher"
+    )
+    missing_reason: str | None = None
+
+
+class MetricItems(BaseModel):
+    metric: str
+    library: str
+    higher_is_better: bool
+    reference: str
+    n: int = Field(description="items with both a metric value and a human score")
+    excluded: dict[str, int]
+    pearson: Corr | None = None
+    items: list[MetricItem] = Field(description="largest disagreements first; items without a pair last")

@@ -16,6 +16,7 @@ from services.config import Settings
 from services.metrics import registry
 from services.models import Run
 from services.ratings.service import rating_table
+from services.reports import coverage, honesty
 from services.reports.data import Column, Item, ReportData, gather
 from services.reports.schemas import Analysis, Comparison, Corr, MetricRow, ReportRead, RunInfo, TypeBreakdown
 from services.runs.repository import RunRepository
@@ -374,7 +375,7 @@ def build_report(
         by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
     n_ref = sum(1 for it in items if it.human is not None)
     notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data)
-    return ReportRead(
+    report = ReportRead(
         dataset_id=data.dataset_id,
         runs=[RunInfo(id=r.id, name=r.name, notes=run_notes(r)) for r in runs],
         notes=notes,
@@ -394,6 +395,8 @@ def build_report(
         if ci == "bca"
         else None,
     )
+    statuses, report.coverage = coverage.metric_status(session, settings, run_ids, items, data.columns, k)
+    return honesty.finish(report, statuses)
 
 
 def report_rows(report: ReportRead) -> list[dict[str, Any]]:
@@ -425,6 +428,9 @@ def report_rows(report: ReportRead) -> list[dict[str, Any]]:
                     "kendall_ci_low": m.kendall.ci_low,
                     "kendall_ci_high": m.kendall.ci_high,
                     "undefined_reason": m.pearson.undefined_reason,
+                    "ci_clipped": m.pearson.ci_clipped,
+                    "status": "computed",
+                    "top": a.top,
                     "best": a.best,
                     "diff_vs_best": c.difference if c else None,
                     "williams_p": c.williams_p if c else None,
@@ -432,6 +438,25 @@ def report_rows(report: ReportRead) -> list[dict[str, Any]]:
                     "zou_low": c.zou_low if c else None,
                     "zou_high": c.zou_high if c else None,
                     "indistinguishable_from_best": c.indistinguishable_from_best if c else None,
+                    "verdict": a.verdict,
                 }
             )
-    return out
+        for nc in a.not_computed:
+            out.append(
+                {
+                    "analysis": a.id,
+                    "reference": a.reference,
+                    "metric": nc.metric,
+                    "library": nc.library,
+                    "kind": nc.kind,
+                    "undefined_reason": nc.reason,
+                    "status": "not computed",
+                    "top": a.top,
+                    "best": a.best,
+                    "verdict": a.verdict,
+                }
+            )
+    # Every row carries every column (not-computed rows leave the statistics empty).
+    computed_first = sorted(out, key=lambda row: row["status"] != "computed")
+    columns = list(dict.fromkeys(key for row in computed_first for key in row))
+    return [{c: row.get(c) for c in columns} for row in out]

@@ -62,6 +62,8 @@ def test_demo_end_to_end(
         assert pooled["reference_score"]["n_items"] == 100
         text = summary(factory, s, info["runs"], "http://127.0.0.1:8000")
         assert "Krippendorff alpha" in text and "report.html?runs=" in text
+        assert "8 of 38 metrics computed; 30 need an LLM judge (set RAGMETA_JUDGE__BASE_URL" in text
+        assert "nan" not in text.split()
 
         # The shipped outputs are what the service's own RAG system produces for these configurations.
         dataset_id = info["dataset_id"]

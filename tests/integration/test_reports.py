@@ -99,7 +99,10 @@ def test_report_analysis_1_matches_stats_md(client: TestClient) -> None:
     )
     assert a["kendall"]["estimate"] == pytest.approx(0.5117663157191589)
     assert b["pearson"]["estimate"] == pytest.approx(0.6235751994871385)
-    assert a1["best"] == "external.a" and a["comparison"] is None
+    assert a1["top"] == "external.a" and a["comparison"] is None
+    # A and B are not distinguishable at n = 12 (Holm p 0.64): no "best" is named.
+    assert a1["best"] is None and a1["top_group"] == ["external.a", "external.b"]
+    assert a1["verdict"] == "no metric is distinguishable from the others at 95 %"
     comp = b["comparison"]
     assert comp["williams_t"] == pytest.approx(0.4910360221764093)
     assert comp["williams_p"] == pytest.approx(0.6351519788567549)
@@ -144,7 +147,10 @@ def test_csv_one_row_per_metric_and_analysis(client: TestClient) -> None:
     text = client.get(f"/runs/{run}/report", params={"format": "csv"}).text
     lines = text.splitlines()
     assert lines[0].startswith("analysis,reference,metric,library,kind,higher_is_better,n,")
-    assert len(lines) == 1 + 3  # three external metrics, all in analysis 1
+    computed = [line for line in lines if ",computed," in line]
+    assert len(computed) == 3  # three external metrics, all in analysis 1
+    # ...and every catalogue metric, as not computed with its reason
+    assert sum(",not computed," in line for line in lines) >= 38
 
 
 def test_pooled_runs(client: TestClient) -> None:
@@ -186,7 +192,11 @@ def test_figure_and_html(client: TestClient) -> None:
     assert page.headers["content-type"].startswith("text/html")
     html = page.text
     assert "<script" not in html and "<svg" in html
-    assert "Krippendorff" in html and "external.a" in html and "indistinguishable from the best" in html
+    assert (
+        "Krippendorff" in html
+        and "external.a" in html
+        and "not distinguishable from the highest at 95 %" in html
+    )
 
 
 def test_report_of_unrated_run_says_why(client: TestClient) -> None:

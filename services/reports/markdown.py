@@ -1,0 +1,65 @@
+"""The report as Markdown, for a pull request or a wiki page: warnings, coverage, agreement, one table per
+analysis with its verdict, and the metrics that were not computed with the reason."""
+
+from __future__ import annotations
+
+from services.reports import text
+from services.reports.schemas import ReportRead
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def render(report: ReportRead, links: dict[str, str] | None = None) -> str:
+    out = [f"# Which metrics track your raters? — {text.runs_label(report)}", ""]
+    for w in report.warnings:
+        out.append(f"> **Warning ({w.scope}):** {w.message}")
+        out.append(">")
+    if report.warnings:
+        out.pop()
+        out.append("")
+    for note in report.notes:
+        out += [f"> **Note:** {note}", ""]
+    ref = report.reference_score
+    out.append(
+        f"{ref['n_items']} outputs; human reference = {ref['method']} of the raters for "
+        f"{ref['n_with_reference']} of them. {text.filters(report.filters)}."
+    )
+    if report.coverage:
+        out += ["", f"**Metrics:** {report.coverage.summary}."]
+    if links:
+        out += ["", " · ".join(f"[{t}]({u})" for t, u in links.items())]
+    out += ["", "## Inter-rater agreement", "", "| figure | value |", "|---|---|"]
+    rows = text.agreement_rows(report.agreement, report.human_ceiling, report.human_ceiling_undefined_reason)
+    out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in rows]
+    for a in report.analyses:
+        out += ["", f"## {a.id}. {a.title}", "", f"Reference: {a.reference}."]
+        if a.verdict:
+            out += ["", f"**Verdict:** {a.verdict}."]
+        if a.metrics:
+            out += [
+                "",
+                "| metric | library | n | excluded | Pearson r [95 % CI] | p | Spearman ρ [CI] "
+                "| Kendall τ-b [CI] | vs top | verdict |",
+                "|---|---|---:|---|---|---:|---|---|---|---|",
+            ]
+            for m in a.metrics:
+                cells = [
+                    text.metric_label(m),
+                    text.library_label(m.library),
+                    str(m.n),
+                    text.excluded(m),
+                    text.corr(m.pearson),
+                    text.p_value(m.pearson.p_value),
+                    text.corr(m.spearman),
+                    text.corr(m.kendall),
+                    text.comparison(m),
+                    text.row_verdict(a, m),
+                ]
+                out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        for reason, names in text.not_computed_groups(a.not_computed):
+            out += ["", f"Not computed ({len(names)}) — {reason}: {', '.join(f'`{n}`' for n in names)}"]
+    if any(m.pearson.ci_clipped for a in report.analyses for m in a.metrics):
+        out += ["", "\\* interval clipped to [-1, 1]."]
+    return "\n".join(out) + "\n"
