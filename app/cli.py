@@ -1,9 +1,5 @@
-"""The `ragmeta` command: run the service, migrate, run a worker.
-
-ragmeta migrate            bring the database to the code's schema
-ragmeta serve              serve the API (refuses an unmigrated database)
-ragmeta run                migrate, then serve (what `make run` does)
-"""
+"""The `ragmeta` command: the server commands (migrate, serve, run, worker) and the client commands of
+app.client, under one parser so that `ragmeta --help` lists them all."""
 
 from __future__ import annotations
 
@@ -68,59 +64,67 @@ def _worker(worker_id: str | None, once: bool) -> None:
             worker.run_forever()
 
 
-CLIENT_COMMANDS = {
-    "import-dataset",
-    "index",
-    "create-run",
-    "generate",
-    "import-outputs",
-    "rate",
-    "score",
-    "report",
-    "figure",
-}
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of the service commands (client commands have their own, in app.client)."""
-    settings = get_settings()
-    parser = argparse.ArgumentParser(prog="ragmeta", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("migrate", help="apply database migrations")
-    for name in ("serve", "run"):
-        p = sub.add_parser(
-            name, help="serve the API" if name == "serve" else "migrate, load the demo and serve"
+    from app import client
+
+    url = argparse.ArgumentParser(add_help=False)
+    url.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help=f"service URL for client commands (default: $RAGMETA_URL, else {client.DEFAULT_URL})",
+    )
+    parser = argparse.ArgumentParser(
+        prog="ragmeta",
+        description="ragmeta: which automatic RAG metrics agree with your human raters. Server commands run "
+        "the service; client commands talk to a running one.",
+        epilog=client.EXIT_CODES
+        + "\n\nenvironment:\n  RAGMETA_URL  the service URL of client commands (--url overrides it)\n"
+        "  RAGMETA_*    the service's settings (server commands), see README",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[url],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    sub.add_parser("migrate", help="bring the database to the code's schema (Alembic upgrade)")
+    for name, help_text in (
+        ("serve", "serve the API (refuses an unmigrated database)"),
+        ("run", "migrate, load and score the bundled demo, then serve (what `make run` does)"),
+    ):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--host", default=None, help="interface to listen on (default: RAGMETA_HOST or 127.0.0.1)"
         )
-        p.add_argument("--host", default=settings.host)
-        p.add_argument("--port", type=int, default=settings.port)
+        p.add_argument("--port", type=int, default=None, help="port (default: RAGMETA_PORT or 8000)")
         if name == "run":
             p.add_argument("--no-demo", action="store_true", help="do not load and score the bundled demo")
-    w = sub.add_parser("worker", help="run the job worker")
+    w = sub.add_parser(
+        "worker", help="run a job worker against the same database", description="run a job worker"
+    )
     w.add_argument("--id", default=None, help="worker id shown in job items (default: random)")
     w.add_argument("--once", action="store_true", help="exit when no work is left")
+    client.add_commands(sub, url)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    # Client commands talk to a running service over HTTP; `--url` may precede them.
-    words = [a for a in args_in if not a.startswith("-")]
-    if (words and words[0] in CLIENT_COMMANDS) or args_in[:1] == ["--url"]:
-        from app.client import main as client_main
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if getattr(args, "client", None) is not None:
+        from app.client import run
 
-        return client_main(args_in)
-    args = build_parser().parse_args(args_in)
+        return run(args)
+    settings = get_settings()
+    host = getattr(args, "host", None) or settings.host
+    port = getattr(args, "port", None) or settings.port
     if args.command == "migrate":
         _migrate()
     elif args.command == "serve":
-        _serve(args.host, args.port)
+        _serve(host, port)
     elif args.command == "worker":
         _worker(args.id, args.once)
     elif args.command == "run":
         _migrate()
         if not args.no_demo:
-            _demo(args.host, args.port)
-        _serve(args.host, args.port)
+            _demo(host, port)
+        _serve(host, port)
     return 0
 
 

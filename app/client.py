@@ -1,10 +1,9 @@
-"""The `ragmeta` client commands: the service's operations against a running server, with progress bars.
+"""The `ragmeta` client commands: the service's operations from a terminal, against a running server.
 
-ragmeta --url http://127.0.0.1:8000 import-dataset demo --language fr --documents d.jsonl --questions q.jsonl
-ragmeta index 1                         ragmeta create-run 1 hybrid --retriever hybrid --generator extractive
-ragmeta generate 3                      ragmeta import-outputs 3 outputs.json
-ragmeta rate 3 ratings.csv              ragmeta score 3 --metrics classic.bleu,ref.word_recall
-ragmeta report 3 [--runs 3,4]           ragmeta figure 3 -o report.png
+The service is found at `--url URL` (accepted anywhere on the line), else `$RAGMETA_URL`, else
+http://127.0.0.1:8000. Commands that start a job follow it with a progress bar; Ctrl-C stops following, not
+the job, and says how to follow or cancel it again. Errors are one line (no traceback) and the exit code says
+what happened (see EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,10 +21,32 @@ from typing import Any
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+OK, SERVICE_ERROR, USAGE, UNREACHABLE, JOB_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_CODES = f"""exit codes:
+  {OK}    done
+  {SERVICE_ERROR}    the service refused the request (its error and every bad field are printed)
+  {USAGE}    bad command line: unknown option, missing or unreadable file, unsupported output format
+  {UNREACHABLE}    the service cannot be reached at the URL
+  {JOB_FAILED}    the job ended failed or cancelled
+  {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
+FIGURE_FORMATS = ("svg", "png", "pdf")
+REPORT_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".txt": "text", ".html": "html"}
 
 
 class ClientError(Exception):
-    pass
+    """The service answered with an error."""
+
+
+class UsageError(Exception):
+    """The command line cannot be carried out as given (exit code 2)."""
+
+
+class JobEnded(Exception):
+    """A followed job ended failed or cancelled (exit code 4)."""
+
+
+def service_url(args: argparse.Namespace) -> str:
+    return str(getattr(args, "url", None) or os.environ.get("RAGMETA_URL") or DEFAULT_URL).rstrip("/")
 
 
 def _check(resp: httpx.Response) -> Any:
@@ -38,16 +60,29 @@ def _check(resp: httpx.Response) -> Any:
                 + f": {i.get('reason')}"
                 for i in body.get("items", [])[:20]
             )
-            raise ClientError(f"{resp.status_code} {body.get('error')}: {body.get('detail')}{items}")
+            message = f"{resp.status_code} {body.get('error')}: {body.get('detail')}{items}"
         except (ValueError, AttributeError):
-            raise ClientError(f"{resp.status_code}: {resp.text[:500]}") from None
+            message = f"{resp.status_code}: {resp.text[:500]}"
+        raise ClientError(message)
     ctype = resp.headers.get("content-type", "")
     return resp.json() if ctype.startswith("application/json") else resp
 
 
-def _upload(c: httpx.Client, path: str, file: Path) -> Any:
+def _readable(path: Path | None) -> Path | None:
+    if path is not None and not path.is_file():
+        raise UsageError(f"file not found: {path}")
+    return path
+
+
+def _writable(path: Path) -> Path:
+    if path.parent != Path("") and not path.parent.is_dir():
+        raise UsageError(f"directory not found for {path}")
+    return path
+
+
+def _upload(c: httpx.Client, path: str, file: Path, params: dict[str, Any] | None = None) -> Any:
     with file.open("rb") as f:
-        return _check(c.post(path, files={"file": (file.name, f, "application/octet-stream")}))
+        return _check(c.post(path, params=params, files={"file": (file.name, f, "application/octet-stream")}))
 
 
 def _report_import(what: str, r: dict[str, Any]) -> None:
@@ -57,30 +92,57 @@ def _report_import(what: str, r: dict[str, Any]) -> None:
     )
 
 
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
-    """Follow a job with a progress bar until it ends."""
+    """Follow a job with a progress bar until it ends. Ctrl-C stops following; the job goes on."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    total = job["total"]
-    if total == 0:
+    job_id = job["id"]
+    if job["total"] == 0:
         print(f"{label}: nothing to do ({json.dumps(job.get('summary', {}), ensure_ascii=False)[:200]})")
         return job
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()
-    ) as p:
-        task = p.add_task(label, total=total)
-        while True:
-            job = _check(c.get(f"/jobs/{job['id']}"))
-            p.update(task, completed=job["done"] + job["failed"])
-            if job["status"] in ("done", "failed", "cancelled"):
-                break
-            time.sleep(0.5)
+    try:
+        # Inside the try: Ctrl-C right after this line is printed must still get the message below.
+        _say(f"following job {job_id} ({label}); Ctrl-C stops following, the job goes on")
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        ) as p:
+            task = p.add_task(label, total=job["total"])
+            while True:
+                job = _check(c.get(f"/jobs/{job_id}"))
+                p.update(task, completed=job["done"] + job["failed"])
+                if job["status"] in ("done", "failed", "cancelled"):
+                    break
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        _say(
+            f"\nstopped following job {job_id}; it goes on in the service.\n"
+            f"  follow it again: ragmeta wait {job_id}\n  cancel it:       ragmeta cancel {job_id}"
+        )
+        raise
     if job["failed"]:
         print(f"{job['failed']} item(s) failed: {job['errors_by_cause']}")
         for e in job["errors"][:5]:
             print(f"  {e['item']}: {e['error'][:200]}")
-    print(f"{label}: {job['status']}")
+    print(f"{label}: {job['status']} (job {job_id})")
+    if job["status"] != "done":
+        raise JobEnded(f"job {job_id} ended {job['status']}")
     return job
+
+
+def _start(c: httpx.Client, args: argparse.Namespace, job: dict[str, Any], label: str) -> None:
+    if getattr(args, "no_wait", False):
+        print(f"{label}: job {job['id']} {job['status']} ({job['total']} items); ragmeta wait {job['id']}")
+        return
+    wait(c, job, label)
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -91,134 +153,324 @@ def render_report(report: dict[str, Any]) -> str:
     return render_text(ReportRead.model_validate(report))
 
 
-def _print_report(report: dict[str, Any]) -> None:
-    print(render_report(report), end="")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ragmeta client")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"service URL (default {DEFAULT_URL})")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser(
-        "import-dataset", help="create (or reuse) a dataset and import documents and questions"
-    )
-    p.add_argument("name")
-    p.add_argument("--language", default="en")
-    p.add_argument("--documents", type=Path)
-    p.add_argument("--questions", type=Path)
-    sub.add_parser("index", help="build a dataset's retrieval index").add_argument("dataset", type=int)
-    p = sub.add_parser("create-run", help="record a system configuration")
-    p.add_argument("dataset", type=int)
-    p.add_argument("name")
-    p.add_argument("--retriever", default="hybrid")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--generator", default=None, help="llm or extractive (default: llm when configured)")
-    p.add_argument("--model", default=None)
-    sub.add_parser("generate", help="answer every question of a run's dataset").add_argument("run", type=int)
-    p = sub.add_parser("import-outputs", help="outputs of any RAG system (native, Ragas or RAGChecker)")
-    p.add_argument("run", type=int)
-    p.add_argument("file", type=Path)
-    p.add_argument("--format", default="auto", choices=["auto", "native", "ragas", "ragchecker"])
-    p = sub.add_parser(
-        "rate", help="import ratings from a CSV (question_id, rater, score[, rubric, comment])"
-    )
-    p.add_argument("run", type=int)
-    p.add_argument("file", type=Path)
-    p = sub.add_parser("score", help="score a run's outputs")
-    p.add_argument("run", type=int)
-    p.add_argument("--metrics", default=None, help="comma-separated; default: every available metric")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--recompute", action="store_true")
-    p = sub.add_parser("report", help="print the correlation report")
-    p.add_argument("run", type=int)
-    p.add_argument("--runs", default=None, help="pool several runs: comma-separated ids")
-    p.add_argument("--format", default="text", choices=["text", "json", "csv"])
-    p.add_argument("--ci", default="fisher", choices=["fisher", "bca"])
-    p.add_argument("--k", type=int, default=5)
-    p = sub.add_parser("figure", help="download the report figure")
-    p.add_argument("run", type=int)
-    p.add_argument("-o", "--output", type=Path, default=Path("report.png"))
-    args = parser.parse_args(argv)
-
-    with httpx.Client(base_url=args.url, timeout=600) as c:
+def _run_ids(args: argparse.Namespace) -> list[int]:
+    """RUN and --runs together: every run named is pooled; none is dropped."""
+    ids: list[int] = [args.run] if args.run is not None else []
+    if args.runs:
         try:
-            return _dispatch(c, args)
-        except httpx.TransportError as exc:
-            print(
-                f"cannot reach the service at {args.url}: {exc}. Is it running (make run)?", file=sys.stderr
+            ids += [int(x) for x in args.runs.split(",") if x.strip()]
+        except ValueError:
+            raise UsageError(f"--runs must be comma-separated run ids, not {args.runs!r}") from None
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        raise UsageError("give a run id, or --runs 3,4 to pool several runs")
+    if args.run is not None and args.runs:
+        _say(f"pooling runs {', '.join(map(str, ids))}")
+    return ids
+
+
+def _report_path(ids: list[int], suffix: str = "") -> tuple[str, dict[str, Any]]:
+    if len(ids) == 1:
+        return f"/runs/{ids[0]}/report{suffix}", {}
+    return f"/report{suffix}", {"runs": ",".join(map(str, ids))}
+
+
+def _output_format(path: Path, allowed: dict[str, str], what: str) -> str:
+    fmt = allowed.get(path.suffix.lower())
+    if fmt is None:
+        raise UsageError(
+            f"cannot write {what} as {path.suffix or 'a file without extension'!s}: "
+            f"use {', '.join(sorted(allowed))}"
+        )
+    return fmt
+
+
+# ------------------------------------------------------------------------------------------------ commands
+
+
+def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
+    _readable(args.documents)
+    _readable(args.questions)
+    existing = [d for d in _check(c.get("/datasets")) if d["name"] == args.name]
+    ds = (
+        existing[0]
+        if existing
+        else _check(c.post("/datasets", json={"name": args.name, "language": args.language}))
+    )
+    print(f"dataset {ds['name']!r}: id {ds['id']}")
+    if args.documents:
+        _report_import("documents", _upload(c, f"/datasets/{ds['id']}/documents", args.documents))
+    if args.questions:
+        _report_import("questions", _upload(c, f"/datasets/{ds['id']}/questions", args.questions))
+
+
+def cmd_index(c: httpx.Client, args: argparse.Namespace) -> None:
+    body = {"force": True} if args.force else None
+    _start(c, args, _check(c.post(f"/datasets/{args.dataset}/index", json=body)), "index")
+
+
+def cmd_create_run(c: httpx.Client, args: argparse.Namespace) -> None:
+    # Only what the user said: a run of imported outputs must not claim the service's retriever or k.
+    system = {
+        "retriever": args.retriever,
+        "k": args.k,
+        "generator": args.generator,
+        "model": args.model,
+        "prompt": args.prompt,
+    }
+    body = {"name": args.name, "system": {k: v for k, v in system.items() if v is not None}}
+    run = _check(c.post(f"/datasets/{args.dataset}/runs", json=body))
+    print(f"run {run['name']!r}: id {run['id']}")
+
+
+def cmd_generate(c: httpx.Client, args: argparse.Namespace) -> None:
+    body = {"regenerate": True} if args.regenerate else None
+    _start(c, args, _check(c.post(f"/runs/{args.run}/generate", json=body)), "generate")
+
+
+def cmd_import_outputs(c: httpx.Client, args: argparse.Namespace) -> None:
+    _readable(args.file)
+    _report_import("outputs", _upload(c, f"/runs/{args.run}/outputs", args.file, {"format": args.format}))
+
+
+def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
+    raw = _readable(args.file).read_bytes()  # type: ignore[union-attr]
+    try:
+        rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    except UnicodeDecodeError:
+        raise UsageError(f"{args.file} is not UTF-8 text") from None
+    raters = sorted({row["rater"] for row in rows if row.get("rater")})
+    if raters:
+        _check(c.post("/raters", json=[{"name": r} for r in raters]))
+    _report_import("ratings", _upload(c, f"/runs/{args.run}/ratings", args.file))
+
+
+def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
+    body: dict[str, Any] = {"k": args.k, "recompute": args.recompute}
+    if args.metrics:
+        body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    _start(c, args, _check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
+
+
+def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
+    params = {"status": args.status} if args.status else None
+    jobs = _check(c.get("/jobs", params=params))
+    if not jobs:
+        print("no jobs")
+    for j in jobs:
+        what = ", ".join(
+            f"{k} {v}" for k, v in (j.get("params") or {}).items() if k in ("run_id", "dataset_id")
+        )
+        print(
+            f"{j['id']:>5}  {j['kind']:<9} {j['status']:<9} {j['done'] + j['failed']:>5}/{j['total']:<5}"
+            f" failed {j['failed']:<4} {what}"
+        )
+
+
+def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
+    job = _check(c.get(f"/jobs/{args.job}"))
+    if job["status"] in ("done", "failed", "cancelled"):
+        print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
+        if job["status"] != "done":
+            raise JobEnded(f"job {job['id']} ended {job['status']}")
+        return
+    wait(c, job, job["kind"])
+
+
+def cmd_cancel(c: httpx.Client, args: argparse.Namespace) -> None:
+    job = _check(c.post(f"/jobs/{args.job}/cancel"))
+    print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
+
+
+def cmd_scores(c: httpx.Client, args: argparse.Namespace) -> None:
+    fmt = "csv"
+    if args.output:
+        fmt = _output_format(_writable(args.output), {".csv": "csv", ".json": "json"}, "scores")
+    resp = _check(c.get(f"/runs/{args.run}/scores", params={"format": fmt}))
+    content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else resp.text
+    if args.output:
+        args.output.write_text(content, encoding="utf-8")
+        print(f"wrote {args.output}")
+    else:
+        print(content, end="")
+
+
+def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
+    ids = _run_ids(args)
+    fmt = args.format
+    if args.output and fmt is None:
+        fmt = _output_format(_writable(args.output), REPORT_FORMATS, "a report")
+    fmt = fmt or "text"
+    params: dict[str, Any] = {"ci": args.ci, "k": args.k}
+    path, extra = _report_path(ids, ".html" if fmt == "html" else "")
+    params.update(extra)
+    if fmt in ("csv", "md"):
+        params["format"] = fmt
+    resp = _check(c.get(path, params=params))
+    if fmt == "json":
+        content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "text":
+        content = render_report(resp)
+    else:
+        content = resp.text
+    if args.output:
+        _writable(args.output).write_text(content, encoding="utf-8")
+        print(f"wrote {args.output}")
+    else:
+        print(content, end="")
+
+
+def cmd_figure(c: httpx.Client, args: argparse.Namespace) -> None:
+    ids = _run_ids(args)
+    fmt = _output_format(_writable(args.output), {f".{f}": f for f in FIGURE_FORMATS}, "the figure")
+    path, params = _report_path(ids, f".{fmt}")
+    params.update({"ci": args.ci, "k": args.k})
+    args.output.write_bytes(_check(c.get(path, params=params)).content)
+    print(f"wrote {args.output}")
+
+
+# ------------------------------------------------------------------------------------------------- parser
+
+
+def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
+    """Register the client commands on the `ragmeta` parser; ``url`` carries the --url option."""
+
+    def add(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(
+            name, help=help_text, description=help_text, parents=[url]
+        )
+        p.set_defaults(client=func)
+        return p
+
+    def no_wait(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--no-wait", action="store_true", help="start the job and return (ragmeta wait JOB later)"
+        )
+
+    p = add(
+        "import-dataset", cmd_import_dataset, "create (or reuse) a dataset and import documents and questions"
+    )
+    p.add_argument("name", help="dataset name (reused when it exists)")
+    p.add_argument("--language", default="en", help="language code of the texts, e.g. fr or en (default en)")
+    p.add_argument(
+        "--documents", type=Path, help="JSON or JSONL file of {external_id, title, text, metadata}"
+    )
+    p.add_argument("--questions", type=Path, help="JSON or JSONL file of questions with reference passages")
+    p = add("index", cmd_index, "build a dataset's retrieval index (chunks, BM25, dense) as a job")
+    p.add_argument("dataset", type=int, help="dataset id")
+    p.add_argument("--force", action="store_true", help="rebuild even when the index is up to date")
+    no_wait(p)
+    p = add(
+        "create-run", cmd_create_run, "record a system version (a run); only the options given are recorded"
+    )
+    p.add_argument("dataset", type=int, help="dataset id")
+    p.add_argument("name", help="run name")
+    p.add_argument("--retriever", help="hybrid, bm25, dense, or the name of your own retriever")
+    p.add_argument("--k", type=int, help="chunks retrieved per question")
+    p.add_argument("--generator", help="llm or extractive for `ragmeta generate`, or your own system's name")
+    p.add_argument("--model", help="generator model")
+    p.add_argument("--prompt", help="prompt name or version")
+    p = add(
+        "generate", cmd_generate, "answer every question of the run's dataset with the service's RAG system"
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--regenerate", action="store_true", help="answer again questions already answered")
+    no_wait(p)
+    p = add(
+        "import-outputs",
+        cmd_import_outputs,
+        "import the outputs of any RAG system (native, Ragas, RAGChecker)",
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("file", type=Path, help="JSON, JSONL or CSV file of outputs")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "native", "ragas", "ragchecker"],
+        help="default: detected",
+    )
+    p = add("rate", cmd_rate, "import human ratings (CSV: question_id, rater, score[, rubric, comment])")
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("file", type=Path, help="CSV file of ratings; raters are created as needed")
+    p = add("score", cmd_score, "score a run's outputs with every available metric (or --metrics) as a job")
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--metrics", help="comma-separated metric names (default: every metric available here)")
+    p.add_argument("--k", type=int, default=5, help="top k retrieved chunks the metrics read (default 5)")
+    p.add_argument("--recompute", action="store_true", help="compute again scores already stored")
+    no_wait(p)
+    p = add("jobs", cmd_jobs, "list recent jobs with their progress")
+    p.add_argument(
+        "--status", choices=["queued", "running", "done", "failed", "cancelled"], help="only these"
+    )
+    p = add("wait", cmd_wait, "follow a job until it ends (Ctrl-C stops following, not the job)")
+    p.add_argument("job", type=int, help="job id")
+    p = add("cancel", cmd_cancel, "cancel a queued or running job")
+    p.add_argument("job", type=int, help="job id")
+    p = add("scores", cmd_scores, "download a run's scores (one row per output, one column per metric)")
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("-o", "--output", type=Path, help="file to write, .csv or .json (default: CSV on stdout)")
+    for name, func, help_text in (
+        ("report", cmd_report, "print or save the correlation report (text, JSON, CSV, Markdown, HTML)"),
+        ("figure", cmd_figure, "save the report figure (.svg, .png or .pdf, from the file name)"),
+    ):
+        p = add(name, func, help_text)
+        p.add_argument("run", type=int, nargs="?", help="run id (or use --runs)")
+        p.add_argument("--runs", help="pool several runs of one dataset: comma-separated ids (RUN included)")
+        p.add_argument(
+            "--ci", default="fisher", choices=["fisher", "bca"], help="interval method (default fisher)"
+        )
+        p.add_argument("--k", type=int, default=5, help="k of the retrieval metrics (default 5)")
+        if name == "report":
+            p.add_argument(
+                "--format",
+                choices=["text", "json", "csv", "md", "html"],
+                help="default: from the -o extension, else text",
             )
-        except ClientError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-    return 1
+            p.add_argument("-o", "--output", type=Path, help="file to write (.txt, .json, .csv, .md, .html)")
+        else:
+            p.add_argument(
+                "-o", "--output", type=Path, required=True, help="file to write: .svg, .png or .pdf"
+            )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out a parsed client command; returns the exit code and prints errors as one line."""
+    url = service_url(args)
+    try:
+        with httpx.Client(base_url=url, timeout=600) as c:
+            args.client(c, args)
+        return OK
+    except UsageError as exc:
+        print(f"ragmeta: {exc}", file=sys.stderr)
+        return USAGE
+    except ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return SERVICE_ERROR
+    except JobEnded as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return JOB_FAILED
+    except httpx.TransportError as exc:
+        print(
+            f"cannot reach the service at {url}: {exc}. Is it running (make run)? "
+            "Set the URL with --url or RAGMETA_URL.",
+            file=sys.stderr,
+        )
+        return UNREACHABLE
+    except OSError as exc:
+        print(f"ragmeta: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def _dispatch(c: httpx.Client, args: argparse.Namespace) -> int:
-    cmd = args.command
-    if cmd == "import-dataset":
-        existing = [d for d in _check(c.get("/datasets")) if d["name"] == args.name]
-        ds = (
-            existing[0]
-            if existing
-            else _check(c.post("/datasets", json={"name": args.name, "language": args.language}))
-        )
-        print(f"dataset {ds['name']!r}: id {ds['id']}")
-        if args.documents:
-            _report_import("documents", _upload(c, f"/datasets/{ds['id']}/documents", args.documents))
-        if args.questions:
-            _report_import("questions", _upload(c, f"/datasets/{ds['id']}/questions", args.questions))
-    elif cmd == "index":
-        wait(c, _check(c.post(f"/datasets/{args.dataset}/index")), "index")
-    elif cmd == "create-run":
-        system = {"retriever": args.retriever, "k": args.k, "generator": args.generator, "model": args.model}
-        run = _check(
-            c.post(
-                f"/datasets/{args.dataset}/runs",
-                json={"name": args.name, "system": {k: v for k, v in system.items() if v is not None}},
-            )
-        )
-        print(f"run {run['name']!r}: id {run['id']}")
-    elif cmd == "generate":
-        wait(c, _check(c.post(f"/runs/{args.run}/generate")), "generate")
-    elif cmd == "import-outputs":
-        with args.file.open("rb") as f:
-            r = _check(
-                c.post(
-                    f"/runs/{args.run}/outputs",
-                    params={"format": args.format},
-                    files={"file": (args.file.name, f, "application/octet-stream")},
-                )
-            )
-        _report_import("outputs", r)
-    elif cmd == "rate":
-        raw = args.file.read_bytes()
-        raters = sorted(
-            {row["rater"] for row in csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))) if row.get("rater")}
-        )
-        _check(c.post("/raters", json=[{"name": r} for r in raters]))
-        _report_import("ratings", _upload(c, f"/runs/{args.run}/ratings", args.file))
-    elif cmd == "score":
-        body: dict[str, Any] = {"k": args.k, "recompute": args.recompute}
-        if args.metrics:
-            body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        wait(c, _check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
-    elif cmd == "report":
-        params: dict[str, Any] = {"ci": args.ci, "k": args.k}
-        path = f"/runs/{args.run}/report"
-        if args.runs:
-            path, params["runs"] = "/report", args.runs
-        if args.format == "csv":
-            params["format"] = "csv"
-            print(_check(c.get(path, params=params)).text, end="")
-        elif args.format == "json":
-            print(json.dumps(_check(c.get(path, params=params)), indent=2, ensure_ascii=False))
-        else:
-            _print_report(_check(c.get(path, params=params)))
-    elif cmd == "figure":
-        suffix = "svg" if args.output.suffix == ".svg" else "png"
-        args.output.write_bytes(_check(c.get(f"/runs/{args.run}/report.{suffix}")).content)
-        print(f"wrote {args.output}")
-    return 0
+    """Run a parsed command on a given HTTP client (tests pass an in-process one)."""
+    args.client(c, args)
+    return OK
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv: list[str] | None = None) -> int:
+    from app.cli import main as cli_main
+
+    return cli_main(argv)

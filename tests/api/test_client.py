@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import client as cli
+from app.cli import build_parser
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import MINI
@@ -27,19 +27,7 @@ def live(settings: Settings, engine: Any) -> Iterator[TestClient]:
 
 def run(c: TestClient, *argv: str) -> int:
     # Parse with the real parser, then dispatch on the test client instead of a network client.
-    captured: dict[str, Any] = {}
-
-    def fake_dispatch(_: Any, args: argparse.Namespace) -> int:
-        captured["args"] = args
-        return 0
-
-    original = cli._dispatch
-    cli._dispatch = fake_dispatch  # type: ignore[assignment]
-    try:
-        cli.main(list(argv))
-    finally:
-        cli._dispatch = original  # type: ignore[assignment]
-    return cli._dispatch(c, captured["args"])
+    return cli._dispatch(c, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
 
 
 def test_worked_example(live: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

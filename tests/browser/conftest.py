@@ -50,7 +50,9 @@ class Browser:
         return page
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop current in this thread while it runs,
+# which would break asyncio.run() in the tests after these.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)"
     from playwright.sync_api import sync_playwright
