@@ -45,7 +45,8 @@ Ragas, DeepEval, RAGChecker, Opik and classical metrics, and reports how each on
 raters, with confidence intervals and the ceiling that rater disagreement puts on any metric.</p>
 <h2>Datasets and reports</h2>{datasets}
 <h2>More</h2>
-<ul><li><a href="/docs">API documentation</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>)</li>
+<ul><li><a href="/docs">API documentation</a> (<a href="/redoc">ReDoc</a>;
+OpenAPI: <a href="/openapi.json">/openapi.json</a>)</li>
 <li><a href="/metrics">Metric catalogue</a> with availability</li>
 <li><a href="/healthz">Health</a></li></ul>
 </body></html>"""

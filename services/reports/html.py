@@ -23,6 +23,8 @@ td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}
 .verdict{font-weight:600}
 .figure{border:1px solid #eee;padding:.5rem}.figure svg{width:100%;height:auto;display:block}
 .nc td{color:#555}
+.wide{overflow-x:auto}table.analysis{font-size:.8rem}table.analysis td{white-space:nowrap}
+table.analysis td.l,table.analysis td.w{white-space:normal}
 """
 
 
@@ -32,6 +34,11 @@ def _page(title: str, body: list[str]) -> str:
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>" + "".join(body) + "</body></html>"
     )
+
+
+def _nb(value: str) -> str:
+    """Escaped, with "95 %" kept on one line."""
+    return escape(value).replace(" %", "\u00a0%")
 
 
 def _warnings(report: ReportRead) -> str:
@@ -76,12 +83,13 @@ def render(
             + "</p>"
         )
         if a.verdict:
-            parts.append(f"<p class='verdict'>Verdict: {escape(a.verdict)}.</p>")
+            parts.append(f"<p class='verdict'>Verdict: {_nb(a.verdict)}.</p>")
         if a.metrics:
             parts.append(
-                f"<table class='analysis' id='table-{a.id}'><tr><th>metric</th><th>library</th><th>n</th>"
-                "<th>excluded</th><th>Pearson r [95% CI]</th><th>p</th><th>Spearman ρ [CI]</th>"
-                "<th>Kendall τ-b [CI]</th><th>vs the top metric: Δr, Holm p</th><th>verdict</th></tr>"
+                f"<div class='wide'><table class='analysis' id='table-{a.id}'><tr><th>metric</th>"
+                "<th class='l'>library</th><th>n</th><th class='l'>excluded</th><th>Pearson r [95% CI]</th>"
+                "<th>p</th><th>Spearman ρ [CI]</th><th>Kendall τ-b [CI]</th>"
+                "<th>vs the top metric: Δr, Holm p</th><th class='l'>verdict</th></tr>"
             )
             for m in a.metrics:
                 c = m.comparison
@@ -100,10 +108,10 @@ def render(
                     f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>"
                     f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
                     f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
-                    f"<td{title}>{escape(text.comparison(m))}</td>"
-                    f"<td class='l'>{escape(text.row_verdict(a, m))}</td></tr>"
+                    f"<td class='w'{title}>{escape(text.comparison(m))}</td>"
+                    f"<td class='l'>{_nb(text.row_verdict(a, m))}</td></tr>"
                 )
-            parts.append("</table>")
+            parts.append("</table></div>")
             if any(m.pearson.ci_clipped for m in a.metrics):
                 parts.append("<p class='muted'>* interval clipped to the coefficient's domain [-1, 1].</p>")
         if a.not_computed:
@@ -159,8 +167,8 @@ def render_items(items: MetricItems, runs: str, back: str) -> str:
             + "</p>"
         )
     parts.append(
-        "<table id='items'><tr><th>question</th><th>run</th><th>answer</th><th>human</th><th>metric</th>"
-        "<th>human pct</th><th>metric pct</th><th>disagreement</th></tr>"
+        "<table id='items'><tr><th>question</th><th>run</th><th class='l'>answer</th><th>human</th>"
+        "<th>metric</th><th>human pct</th><th>metric pct</th><th>disagreement</th></tr>"
     )
     for it in items.items:
         dis = (

@@ -44,7 +44,7 @@ class _Text(HTMLParser):
 def visible(html: str) -> str:
     p = _Text()
     p.feed(html)
-    return " ".join(p.parts)
+    return " ".join(p.parts).replace("\u00a0", " ")
 
 
 def svg_text(svg: str) -> str:

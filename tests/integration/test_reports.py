@@ -195,7 +195,7 @@ def test_figure_and_html(client: TestClient) -> None:
     assert (
         "Krippendorff" in html
         and "external.a" in html
-        and "not distinguishable from the highest at 95 %" in html
+        and "not distinguishable from the highest at 95\u00a0%" in html
     )
 
 
