@@ -47,8 +47,9 @@ def test_worked_example(live: TestClient, tmp_path: Path, capsys: pytest.Capture
     )
     out = capsys.readouterr().out
     assert "documents: 3 received, 3 created" in out and "questions: 5 received, 5 created" in out
-    assert run(live, "create-run", "1", "ext", "--retriever", "external") == 0
-    run_id = live.get("/datasets/1/runs").json()[0]["id"]
+    ds = out.split("dataset 'mini': id ", 1)[1].split()[0]
+    assert run(live, "create-run", ds, "ext", "--retriever", "external") == 0
+    run_id = live.get(f"/datasets/{ds}/runs").json()[0]["id"]
     assert run(live, "import-outputs", str(run_id), str(MINI / "outputs_ragas.json")) == 0
     ratings = tmp_path / "ratings.csv"
     ratings.write_text(
