@@ -23,6 +23,7 @@ from services.jobs.service import get_job, job_read
 from services.jobs.worker import JobContext, Worker
 from services.rag import service as rag
 from services.ratings import service as ratings
+from services.reports.honesty import ILLUSTRATIVE_NOTE, ILLUSTRATIVE_RATERS
 from services.runs import service as runs
 from services.runs.repository import RunRepository
 from services.runs.schemas import RunCreate, SystemConfig
@@ -34,11 +35,8 @@ RUNS = {
     "hybrid-extractive": SystemConfig(retriever="hybrid", k=5, generator="extractive"),
     "bm25-extractive": SystemConfig(retriever="bm25", k=5, generator="extractive"),
 }
-RATERS = ("annotateur-A", "annotateur-B")
-RATINGS_NOTE = (
-    "Illustrative ratings: written for this demo by two independent annotators following the default 1-5 "
-    "rubric on these exact outputs. They show how the service works; they are not results of a study."
-)
+RATERS = ILLUSTRATIVE_RATERS
+RATINGS_NOTE = ILLUSTRATIVE_NOTE
 Say = Callable[[str], None]
 
 

@@ -23,6 +23,13 @@ from services.reports.schemas import (
     ReportWarning,
 )
 
+# The bundled demo's two annotators. Their ratings are illustrative wherever they are imported (a user may
+# reuse the demo's rating files on a run of their own): any report that uses them says so.
+ILLUSTRATIVE_RATERS = ("annotateur-A", "annotateur-B")
+ILLUSTRATIVE_NOTE = (
+    "Illustrative ratings: written for this demo by two independent annotators following the default 1-5 "
+    "rubric on these exact outputs. They show how the service works; they are not results of a study."
+)
 # A correlation of this size is what a useful metric should show; the warnings say how many items are needed
 # to tell it from no correlation at all (two-sided 5 %, power 0.8).
 USEFUL_R = 0.5
@@ -268,6 +275,9 @@ def finish(report: ReportRead, statuses: list[MetricStatus] | None = None) -> Re
                 warnings.append(
                     ReportWarning(code="failed_scores", scope=s.metric, message=f"{s.metric}: {s.reason}")
                 )
+    raters = set((report.agreement or {}).get("raters") or [])
+    if raters & set(ILLUSTRATIVE_RATERS) and ILLUSTRATIVE_NOTE not in report.notes:
+        report.notes.append(ILLUSTRATIVE_NOTE)
     if report.human_ceiling is not None and not math.isfinite(report.human_ceiling):
         report.human_ceiling = None
     _agreement(report, warnings, needed)

@@ -268,3 +268,15 @@ def test_ci_outside_the_domain_is_clipped_with_the_reason() -> None:
     assert report.human_ceiling is None
     assert {w.code for w in report.warnings} >= {"small_sample", "ci_clipped"}
     assert report.analyses[0].best is None and report.analyses[0].verdict.startswith("only external.x")
+
+
+def test_a_run_rated_with_the_demo_ratings_says_they_are_illustrative(client: TestClient) -> None:
+    from services.reports.honesty import ILLUSTRATIVE_NOTE, ILLUSTRATIVE_RATERS
+
+    _, run = study(client, name="mine")
+    assert client.get(f"/runs/{run}/report").json()["notes"] == []
+    client.post("/raters", json=[{"name": n} for n in ILLUSTRATIVE_RATERS])
+    ratings = [{"question_id": f"q{i}", "rater": ILLUSTRATIVE_RATERS[0], "score": 3} for i in range(12)]
+    assert client.post(f"/runs/{run}/ratings", json=ratings).status_code == 200
+    assert client.get(f"/runs/{run}/report").json()["notes"] == [ILLUSTRATIVE_NOTE]
+    assert ILLUSTRATIVE_NOTE in visible(client.get(f"/runs/{run}/report.html").text)
