@@ -32,6 +32,10 @@ MINI = ROOT / "tests" / "fixtures" / "mini"
 #   one dataset when pooling; indexing a dataset with no documents; CSV or JSONL bodies whose bytes are not
 #   UTF-8, declared as strings). Each refusal is a 4xx naming the field and the reason.
 EXCLUDED_CHECKS: list[str] = ["positive_data_acceptance"]
+# In CI (--ci) the gate is what must never happen: server errors and responses that break the schema or the
+# declared statuses. negative_data_rejection (a request the schema forbids but the service accepted, e.g. a
+# coercion) is reported by `make fuzz` and fixed as found, but a new generator trick must not fail CI.
+CI_EXCLUDED_CHECKS = [*EXCLUDED_CHECKS, "negative_data_rejection"]
 
 
 def free_port() -> int:
@@ -70,6 +74,7 @@ def main() -> int:
     ap.add_argument("--max-time", type=int, default=600)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report-dir", default=None)
+    ap.add_argument("--ci", action="store_true", help="gate on server errors and response conformance only")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ragmeta-fuzz-"))
     port = free_port()
@@ -104,7 +109,8 @@ def main() -> int:
             f"{base}/openapi.json",
             "--checks",
             "all",
-            *(["--exclude-checks", ",".join(EXCLUDED_CHECKS)] if EXCLUDED_CHECKS else []),
+            "--exclude-checks",
+            ",".join(CI_EXCLUDED_CHECKS if args.ci else EXCLUDED_CHECKS),
             "--phases",
             "examples,coverage,fuzzing,stateful",
             "--max-examples",

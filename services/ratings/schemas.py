@@ -5,6 +5,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from services.types import Integer
+
 DEFAULT_RUBRIC_NAME = "default-1-5"
 # The study's rubric: one 1-5 scale that mixes factuality and relevance.
 DEFAULT_RUBRIC_LEVELS = {
@@ -69,7 +71,7 @@ class RatingIn(BaseModel):
 
     question_id: str = Field(min_length=1, description="external id of the question")
     rater: str = Field(min_length=1, description="name of a registered rater")
-    score: int
+    score: Integer
     rubric: str | None = Field(default=None, description="rubric name; the default rubric when omitted")
     comment: str | None = None
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from services.types import Number
+
 OutputFormat = Literal["auto", "native", "ragas", "ragchecker"]
 
 
@@ -49,7 +51,7 @@ class ChunkIn(BaseModel):
     start: int | None = Field(default=None, ge=0)
     end: int | None = None
     text: str | None = None
-    score: float | None = None
+    score: Number | None = None
 
     @model_validator(mode="after")
     def _offsets_or_text(self) -> ChunkIn:
@@ -78,7 +80,7 @@ class NativeOutput(BaseModel):
     answer: str
     retrieved: list[ChunkIn] = Field(default_factory=list, description="ranked, best first")
     generator: dict[str, Any] | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
+    latency_ms: Number | None = Field(default=None, ge=0)
 
     _r = field_validator("retrieved", mode="before")(_json_list)
 

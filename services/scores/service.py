@@ -20,6 +20,7 @@ from services.ingest import Row
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
+from services.types import Number
 from services.validation import duplicate_errors, validate_rows
 
 EXTERNAL_CONFIG = "external"
@@ -34,7 +35,7 @@ class ExternalScoreIn(BaseModel):
         description="external.<name>: lower-case letters, digits, _ . : @ -",
         json_schema_extra={"pattern": _EXTERNAL_NAME.pattern},
     )
-    value: float | None = Field(description="null when the tool could not score the item")
+    value: Number | None = Field(description="null when the tool could not score the item")
     higher_is_better: bool | None = None
 
     @field_validator("metric")

@@ -228,3 +228,17 @@ def test_method_not_allowed_says_which_are(client: TestClient) -> None:
     r = client.request("TRACE", "/datasets")
     assert_envelope(r, 405, "MethodNotAllowed")
     assert set(r.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+
+
+def test_booleans_are_not_numbers(client: TestClient) -> None:
+    ds = load_mini(client)
+    run = make_run(client, ds)
+    rows = native_outputs()
+    rows[0]["latency_ms"] = False
+    body = assert_envelope(client.post(f"/runs/{run}/outputs", json=rows), 422)
+    assert body["items"][0]["field"] == "latency_ms" and "not true or false" in body["items"][0]["reason"]
+    assert client.post(f"/runs/{run}/outputs", json=native_outputs()).status_code == 200
+    assert client.post("/raters", json=[{"name": "alice"}]).status_code == 200
+    rating = [{"question_id": "q1", "rater": "alice", "score": True}]
+    assert_envelope(client.post(f"/runs/{run}/ratings", json=rating), 422)
+    assert client.get(f"/runs/{run}/ratings").json() == []
