@@ -127,7 +127,7 @@ def main() -> int:
         ]
         if args.report_dir:
             st += ["--report", "junit", "--report-dir", args.report_dir]
-        code = subprocess.call(st, cwd=ROOT, env={**env, "SCHEMATHESIS_HOOKS": ""})
+        code = subprocess.call(st, cwd=tmp, env={**env, "SCHEMATHESIS_HOOKS": ""})
         errors = [line for line in (tmp / "server.log").read_text().splitlines() if "Traceback" in line]
         if errors:
             print(f"the server logged {len(errors)} traceback(s); see {tmp / 'server.log'}", file=sys.stderr)
