@@ -417,7 +417,10 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=int, nargs="?", help="run id (or use --runs)")
         p.add_argument("--runs", help="pool several runs of one dataset: comma-separated ids (RUN included)")
         p.add_argument(
-            "--ci", default="fisher", choices=["fisher", "bca"], help="interval method (default fisher)"
+            "--ci",
+            default="fisher",
+            choices=["fisher", "bca", "auto"],
+            help="interval method (default fisher)",
         )
         p.add_argument("--k", type=int, default=5, help="k of the retrieval metrics (default 5)")
         if name == "report":

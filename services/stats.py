@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +35,7 @@ CiChoice = Literal["analytic", "bca", "percentile"]
 AlphaLevel = Literal["ordinal", "interval", "nominal"]
 
 __all__ = [
+    "PASS_FAIL_FIGURES",
     "AgreementResult",
     "AlphaResult",
     "BootstrapCI",
@@ -42,6 +43,8 @@ __all__ = [
     "DependentComparison",
     "DifferenceTest",
     "IccResult",
+    "Interval",
+    "PassFailResult",
     "PpiResult",
     "PreferenceResult",
     "RaterPair",
@@ -51,16 +54,21 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_ci_many",
     "bootstrap_difference_ci",
+    "bootstrap_differences_many",
+    "bootstrap_p_value",
     "compare_correlations",
     "complete_pairs",
     "correlation",
     "correlations_many",
+    "default_pass_threshold",
     "fisher_ci",
     "fisher_ci_width",
     "kendall",
+    "kendall_tie_factor",
     "n_needed_to_separate",
     "near_constant",
     "pair_mean_labels",
+    "pass_fail",
     "pearson",
     "ppi_mean",
     "preference_agreement",
@@ -108,11 +116,15 @@ class CorrelationResult:
     n_dropped: int = 0
     confidence: float = 0.95
     ci_undefined_reason: str | None = None
+    p_method: str = "scipy"
+    n_clusters: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class BootstrapCI:
-    """A paired bootstrap interval (items resampled); ``low``/``high`` are None when undefined."""
+    """A paired bootstrap interval (items, or whole clusters, resampled); ``low``/``high`` are None when
+    undefined. ``n_clusters`` is set when clusters were drawn; ``p_value`` is the two-sided p of 0 from
+    inverting the interval (``bootstrap_p_value``)."""
 
     low: float | None
     high: float | None
@@ -122,6 +134,8 @@ class BootstrapCI:
     confidence: float
     n: int
     undefined_reason: str | None = None
+    n_clusters: int | None = None
+    p_value: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,10 +403,35 @@ def _reference_or_nan(method: CorrMethod, x: FloatArray, y: FloatArray) -> float
     return _reference_statistic(method, x, y)[0]
 
 
-def _atanh_se(method: CorrMethod, ci_method: str, r: float, n: int) -> float | None:
+def _tie_pairs_of(x: FloatArray) -> int:
+    _, sizes = np.unique(x, return_counts=True)
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def kendall_tie_factor(x: ArrayLike, y: ArrayLike) -> float:
+    """n0 / sqrt((n0 - n1)(n0 - n2)) on complete pairs: how much ties inflate tau-b over tau-a.
+
+    n0 = n(n - 1)/2; n1, n2 = sum t(t - 1)/2 over the tie groups of x and of y. 1 without ties. Multiplying
+    the Fieller SE of atanh(tau-b) by it restores 95% coverage on tied ratings (STATS.md section 2, and
+    bench/coverage.py). Raises ValueError when either variable is constant (tau-b is undefined).
+    """
+    xc, yc, _ = complete_pairs(x, y)
+    n0 = xc.size * (xc.size - 1) // 2
+    n1, n2 = _tie_pairs_of(xc), _tie_pairs_of(yc)
+    if n0 == 0 or n1 == n0 or n2 == n0:
+        raise ValueError("tau-b is undefined: fewer than 2 pairs or a constant variable")
+    return n0 / math.sqrt((n0 - n1) * (n0 - n2))
+
+
+def _atanh_se(
+    method: CorrMethod, ci_method: str, r: float, n: int, x: FloatArray, y: FloatArray
+) -> float | None:
     """Standard error of atanh(r) (STATS.md sections 1-2); None when n is too small for the formula."""
     if method == "kendall":
-        return math.sqrt(0.437 / (n - 4)) if n > 4 else None
+        if n <= 4:
+            return None
+        se = math.sqrt(0.437 / (n - 4))
+        return se * kendall_tie_factor(x, y) if ci_method == "fieller-ties" else se
     if n <= 3:
         return None
     if method == "pearson":
@@ -414,7 +453,7 @@ def _analytic(
             method, None, None, None, None, n, None, reason, dropped, confidence, "correlation undefined"
         )
     estimate, p_value = _reference_statistic(method, xc, yc)
-    se = _atanh_se(method, ci_method, estimate, n)
+    se = _atanh_se(method, ci_method, estimate, n, xc, yc)
     ci_low: float | None
     ci_high: float | None
     ci_reason: str | None = None
@@ -456,12 +495,22 @@ def spearman(
     return _analytic("spearman", x, y, confidence, ci)
 
 
-def kendall(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95) -> CorrelationResult:
-    """Kendall tau-b (scipy.stats.kendalltau) with the Fieller interval, SE^2 = 0.437/(n-4).
+def kendall(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    ci: Literal["fieller-ties", "fieller"] = "fieller-ties",
+) -> CorrelationResult:
+    """Kendall tau-b (scipy.stats.kendalltau) with a Fieller-type interval on atanh(tau).
 
-    Same undefined cases as ``pearson``; n = 3 or 4 gives the interval (-1, 1).
+    ``fieller-ties`` (default): SE^2 = 0.437/(n-4) times the squared tie factor (``kendall_tie_factor``);
+    equal to ``fieller`` without ties. Plain ``fieller`` under-covers on tied data (92-93% on averaged 1-5
+    ratings). Same undefined cases as ``pearson``; n = 3 or 4 gives the interval (-1, 1).
     """
-    return _analytic("kendall", x, y, confidence, "fieller")
+    if ci not in ("fieller-ties", "fieller"):
+        raise ValueError(f"unknown Kendall interval {ci!r}")
+    return _analytic("kendall", x, y, confidence, ci)
 
 
 def correlation(
@@ -474,6 +523,8 @@ def correlation(
     n_resamples: int = 9999,
     seed: int = 0,
     spearman_ci: Literal["fieller", "bonett-wright"] = "fieller",
+    kendall_ci: Literal["fieller-ties", "fieller"] = "fieller-ties",
+    clusters: ArrayLike | None = None,
 ) -> CorrelationResult:
     """One correlation with an analytic (Fisher/Fieller) or paired bootstrap (BCa/percentile) interval.
 
@@ -489,6 +540,8 @@ def correlation(
         n_resamples=n_resamples,
         seed=seed,
         spearman_ci=spearman_ci,
+        kendall_ci=kendall_ci,
+        clusters=clusters,
     )["x"]
 
 
@@ -503,6 +556,8 @@ def correlations_many(
     seed: int = 0,
     chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
     spearman_ci: Literal["fieller", "bonett-wright"] = "fieller",
+    kendall_ci: Literal["fieller-ties", "fieller"] = "fieller-ties",
+    clusters: ArrayLike | None = None,
 ) -> dict[str, CorrelationResult]:
     """Correlation of every metric with the same human score, keyed like ``metrics``.
 
@@ -511,9 +566,15 @@ def correlations_many(
     ``bootstrap_ci_many``), so each interval equals scipy.stats.bootstrap with the same seed on that metric's
     complete pairs. Raises ValueError for an unknown method or interval.
     """
-    analytic_ci = {"pearson": "fisher", "spearman": spearman_ci, "kendall": "fieller"}.get(method)
-    if analytic_ci is None or spearman_ci not in ("fieller", "bonett-wright"):
-        raise ValueError(f"unknown correlation method {method!r} or Spearman interval {spearman_ci!r}")
+    analytic_ci = {"pearson": "fisher", "spearman": spearman_ci, "kendall": kendall_ci}.get(method)
+    if (
+        analytic_ci is None
+        or spearman_ci not in ("fieller", "bonett-wright")
+        or kendall_ci not in ("fieller-ties", "fieller")
+    ):
+        raise ValueError(
+            f"unknown correlation method {method!r} or interval {spearman_ci!r} / {kendall_ci!r}"
+        )
     out = {name: _analytic(method, x, human, confidence, analytic_ci) for name, x in metrics.items()}
     if ci == "analytic":
         return out
@@ -528,11 +589,17 @@ def correlations_many(
         seed=seed,
         confidence=confidence,
         chunk_elements=chunk_elements,
+        clusters=clusters,
     )
     for name, b in boot.items():
         out[name] = replace(
             out[name], ci_low=b.low, ci_high=b.high, ci_method=ci, ci_undefined_reason=b.undefined_reason
         )
+        if b.n_clusters is not None:
+            # scipy's p assumes independent items; with clusters only the bootstrap's p holds.
+            out[name] = replace(
+                out[name], p_value=b.p_value, p_method="cluster bootstrap", n_clusters=b.n_clusters
+            )
     return out
 
 
@@ -680,7 +747,7 @@ class _PearsonKernel(_CorrelationKernel):
         sxy: FloatArray,
         sh: FloatArray,
         shh: FloatArray,
-        n: int,
+        n: int | FloatArray,
         floor_x: FloatArray,
     ) -> FloatArray:
         vx = sxx - sx * sx / n
@@ -692,7 +759,9 @@ class _PearsonKernel(_CorrelationKernel):
         return np.where((vx <= floor_x) | (vh <= self.floor_h), np.nan, r)
 
     def resample(self, counts: IntArray) -> FloatArray:
-        m, n = self.n_stats, self.h.size
+        m = self.n_stats
+        # Items drawn per resample: n for an item bootstrap, varying when whole clusters are drawn.
+        n = counts.sum(axis=1, keepdims=True).astype(np.float64)
         s = counts.astype(np.float64) @ self.design
         sh, shh = s[:, 3 * m : 3 * m + 1], s[:, 3 * m + 1 : 3 * m + 2]
         return self._r(s[:, :m], s[:, m : 2 * m], s[:, 2 * m : 3 * m], sh, shh, n, self.floor_x)
@@ -723,8 +792,9 @@ class _SpearmanKernel(_CorrelationKernel):
         self.h_ties = _ties(human)
 
     def resample(self, counts: IntArray) -> FloatArray:
-        n = self.h.size
-        # Sums of doubled ranks are integers below 2**63; the centring constant is n (n + 1)^2.
+        n = counts.sum(axis=1)
+        # Sums of doubled ranks are integers below 2**63; the centring constant is n (n + 1)^2, n the items
+        # drawn (it varies between resamples when whole clusters are drawn).
         centre = n * (n + 1) ** 2
         h_ranks2, h_sq = _doubled_group_ranks(self.h_ties, counts)
         weighted_h = counts * h_ranks2[:, self.h_ties.group]
@@ -760,7 +830,7 @@ def _spearman_jackknife(tx: _Ties, th: _Ties) -> FloatArray:
     return np.where((vx == 0) | (vh == 0), np.nan, rho)
 
 
-def _tau_b(cmd: FloatArray, tot: float, xtie: FloatArray, ytie: FloatArray) -> FloatArray:
+def _tau_b(cmd: FloatArray, tot: float | FloatArray, xtie: FloatArray, ytie: FloatArray) -> FloatArray:
     # Same operation order as scipy.stats.kendalltau, so exact integer counts give identical floats.
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = np.clip(cmd / np.sqrt(tot - xtie) / np.sqrt(tot - ytie), -1.0, 1.0)
@@ -800,7 +870,8 @@ class _KendallKernel(_CorrelationKernel):
 
     def resample(self, counts: IntArray) -> FloatArray:
         n = self.h.size
-        tot = float(n * (n - 1) // 2)
+        drawn = counts.sum(axis=1)
+        tot = (drawn * (drawn - 1) // 2).astype(np.float64)
         ytie = self._tie_pairs(self.h_ties, counts)
         concordance = self._concordance_dense if n <= _KENDALL_DENSE_MAX_N else self._concordance_merge
         out = np.empty((counts.shape[0], self.n_stats))
@@ -823,23 +894,22 @@ class _KendallKernel(_CorrelationKernel):
 
 
 class _DifferenceKernel:
-    """r(a, h) - r(b, h) from a two-metric kernel."""
-
-    n_stats = 1
+    """r(ref, h) - r(other_j, h) for every other metric, from one kernel over [ref, others...]."""
 
     def __init__(self, inner: _Kernel) -> None:
         self.inner = inner
+        self.n_stats = inner.n_stats - 1
 
     def resample(self, counts: IntArray) -> FloatArray:
         v = self.inner.resample(counts)
-        return v[:, :1] - v[:, 1:2]
+        return v[:, :1] - v[:, 1:]
 
     def exact(self, idx: IntArray, j: int) -> float:
-        return self.inner.exact(idx, 0) - self.inner.exact(idx, 1)
+        return self.inner.exact(idx, 0) - self.inner.exact(idx, j + 1)
 
     def jackknife(self) -> FloatArray:
         v = self.inner.jackknife()
-        return v[:1] - v[1:2]
+        return v[:1] - v[1:]
 
 
 _KERNELS: dict[str, type[_PearsonKernel] | type[_SpearmanKernel] | type[_KendallKernel]] = {
@@ -858,32 +928,117 @@ def _kernel(method: CorrMethod, metrics: FloatArray, human: FloatArray) -> _Kern
 # ----------------------------------------------------------------------------------------- bootstrap engine
 
 
-def _resample_counts(idx: IntArray) -> IntArray:
+@dataclass(frozen=True, slots=True)
+class _Units:
+    """What a resample draws: the n items (``codes`` None) or q whole clusters of items."""
+
+    n: int
+    q: int
+    codes: IntArray | None  # cluster (0..q-1) of each item when clustered
+
+    @property
+    def clustered(self) -> bool:
+        return self.codes is not None
+
+
+def _units(clusters: ArrayLike | None, keep: NDArray[np.bool_]) -> _Units:
+    """Resampling units of the kept items: clusters with more than one kept item make a cluster bootstrap."""
+    n = int(keep.sum())
+    if clusters is None:
+        return _Units(n, n, None)
+    labels = np.asarray(clusters)
+    if labels.ndim != 1 or labels.size != keep.size:
+        raise ValueError(f"clusters must give one label per item ({keep.size}), got shape {labels.shape}")
+    _, first, codes = np.unique(labels[keep], return_index=True, return_inverse=True)
+    # Clusters numbered in order of first appearance: a run pooled with an exact copy of itself then draws
+    # the very resamples of the run alone.
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    codes = rank[codes.ravel()]
+    q = first.size
+    # Every cluster a single item is the item bootstrap, draw for draw (scipy's resamples).
+    return _Units(n, q, None) if q == n else _Units(n, q, codes)
+
+
+def _resample_counts(idx: IntArray, size: int | None = None) -> IntArray:
     rows, n = idx.shape
-    flat = idx + (np.arange(rows, dtype=np.int64) * n)[:, None]
-    return np.bincount(flat.ravel(), minlength=rows * n).reshape(rows, n).astype(np.int64, copy=False)
+    size = n if size is None else size
+    flat = idx + (np.arange(rows, dtype=np.int64) * size)[:, None]
+    return np.bincount(flat.ravel(), minlength=rows * size).reshape(rows, size).astype(np.int64, copy=False)
 
 
 def _bootstrap_distribution(
-    kernel: _Kernel, n: int, n_resamples: int, seed: int, chunk_elements: int
+    kernel: _Kernel, units: _Units, n_resamples: int, seed: int, chunk_elements: int
 ) -> FloatArray:
-    """(M, n_resamples) statistics on the resamples scipy.stats.bootstrap draws for this seed."""
+    """(M, n_resamples) statistics on the resamples scipy.stats.bootstrap draws for this seed.
+
+    Clustered: the same generator draws q cluster indices per resample and every item of a drawn cluster
+    counts once per draw.
+    """
     rng = np.random.default_rng(seed)
-    rows_per_chunk = max(1, chunk_elements // n)
+    rows_per_chunk = max(1, chunk_elements // max(units.n, units.q))
     out = np.empty((kernel.n_stats, n_resamples))
+    everything = np.arange(units.n, dtype=np.int64)
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
         # Same call as scipy's _bootstrap_resample; drawing in blocks continues the same stream.
-        idx = rng.integers(0, n, size=(rows, n), dtype=np.int64)
-        counts = _resample_counts(idx)
+        idx = rng.integers(0, units.q, size=(rows, units.q), dtype=np.int64)
+        drawn = _resample_counts(idx)
+        counts = drawn if units.codes is None else drawn[:, units.codes]
         values = kernel.resample(counts)
         # A resample that is a permutation of the data equals the estimate in exact arithmetic; whether it
         # lands just below or above depends on rounding, so take scipy's own value for it.
-        for r in np.flatnonzero(counts.max(axis=1) == 1):
+        for r in np.flatnonzero(drawn.max(axis=1) == 1):
             for j in range(kernel.n_stats):
-                values[r, j] = kernel.exact(idx[r], j)
+                values[r, j] = kernel.exact(idx[r] if units.codes is None else everything, j)
         out[:, start : start + rows] = values.T
     return out
+
+
+def _jackknife(kernel: _Kernel, units: _Units, chunk_elements: int) -> FloatArray:
+    """(M, q) leave-one-unit-out statistics: items (closed forms) or whole clusters (through resample)."""
+    if units.codes is None:
+        return kernel.jackknife()
+    out = np.empty((kernel.n_stats, units.q))
+    rows_per_chunk = max(1, chunk_elements // units.n)
+    for start in range(0, units.q, rows_per_chunk):
+        left_out = np.arange(start, min(units.q, start + rows_per_chunk))
+        counts = (units.codes[None, :] != left_out[:, None]).astype(np.int64)
+        out[:, left_out] = kernel.resample(counts).T
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Bca:
+    z0: float
+    a_hat: float
+
+
+def _bca_constants(tb: FloatArray, theta_hat: float, jack: FloatArray) -> _Bca | str:
+    """Bias correction and acceleration, following scipy's _bca_interval operation for operation."""
+    if np.isnan(jack).any():
+        return "statistic undefined when leaving one unit out (BCa)"
+    n_resamples = tb.size
+    percentile = (np.count_nonzero(tb < theta_hat) + np.count_nonzero(tb <= theta_hat)) / (2 * n_resamples)
+    if percentile in (0.0, 1.0):
+        return "estimate lies outside the bootstrap distribution (BCa)"
+    z0 = float(ndtri(percentile))
+    n_j = float(jack.size)
+    u = (n_j - 1) * (np.mean(jack) - jack)
+    den = np.sum(u**2) / n_j**2
+    if den == 0:
+        return "degenerate jackknife: every leave-one-out value is equal (BCa)"
+    a_hat = float(1 / 6 * (np.sum(u**3) / n_j**3) / den ** (3 / 2))
+    return _Bca(z0, a_hat)
+
+
+def _degenerate(tb: FloatArray, theta_hat: float) -> str | None:
+    n_nan = int(np.count_nonzero(np.isnan(tb)))
+    if n_nan:
+        return f"statistic undefined in {n_nan} of {tb.size} resamples (constant scores)"
+    if float(np.ptp(tb)) <= 1e-12 * max(1.0, abs(theta_hat)):
+        return "degenerate bootstrap: every resample gives the same value"
+    return None
 
 
 def _interval(
@@ -893,29 +1048,16 @@ def _interval(
 
     Returns the reason instead when the interval is undefined (scipy would return NaN there).
     """
-    n_resamples = tb.size
-    n_nan = int(np.count_nonzero(np.isnan(tb)))
-    if n_nan:
-        return f"statistic undefined in {n_nan} of {n_resamples} resamples (constant scores)"
-    if float(np.ptp(tb)) <= 1e-12 * max(1.0, abs(theta_hat)):
-        return "degenerate bootstrap: every resample gives the same value"
+    reason = _degenerate(tb, theta_hat)
+    if reason is not None:
+        return reason
     alpha = (1.0 - confidence) / 2.0
     probs = np.array([alpha, 1.0 - alpha])
     if jack is not None:
-        if np.isnan(jack).any():
-            return "statistic undefined when leaving one item out (BCa)"
-        percentile = (np.count_nonzero(tb < theta_hat) + np.count_nonzero(tb <= theta_hat)) / (
-            2 * n_resamples
-        )
-        if percentile in (0.0, 1.0):
-            return "estimate lies outside the bootstrap distribution (BCa)"
-        z0 = ndtri(percentile)
-        n_j = float(jack.size)
-        u = (n_j - 1) * (np.mean(jack) - jack)
-        den = np.sum(u**2) / n_j**2
-        if den == 0:
-            return "degenerate jackknife: every leave-one-out value is equal (BCa)"
-        a_hat = 1 / 6 * (np.sum(u**3) / n_j**3) / den ** (3 / 2)
+        bca = _bca_constants(tb, theta_hat, jack)
+        if isinstance(bca, str):
+            return bca
+        z0, a_hat = bca.z0, bca.a_hat
         z_alpha = float(ndtri(alpha))
         num1, num2 = z0 + z_alpha, z0 - z_alpha
         probs = np.array([ndtr(z0 + num1 / (1 - a_hat * num1)), ndtr(z0 + num2 / (1 - a_hat * num2))])
@@ -925,6 +1067,35 @@ def _interval(
     return low, high
 
 
+def bootstrap_p_value(
+    tb: ArrayLike, theta_hat: float, jack: ArrayLike | None = None, null: float = 0.0
+) -> float | None:
+    """Two-sided p-value of ``null`` by inverting the percentile (jack None) or BCa interval.
+
+    The smallest 1 - confidence at which the interval of the same kind excludes ``null``: p < 0.05 exactly
+    when the 95% interval (before quantile interpolation) leaves ``null`` out. A null beyond every resample
+    gets p = 1/n_resamples, the resolution of the bootstrap. None when the interval is undefined.
+    """
+    values = _as_vector(tb, "tb")
+    if _degenerate(values, theta_hat) is not None:
+        return None
+    n_resamples = values.size
+    below = int(np.count_nonzero(values < null) + np.count_nonzero(values <= null))
+    position = min(max(below / (2 * n_resamples), 0.5 / n_resamples), 1 - 0.5 / n_resamples)
+    z = float(ndtri(position))
+    if jack is not None:
+        bca = _bca_constants(values, theta_hat, _as_vector(jack, "jack"))
+        if isinstance(bca, str):
+            return None
+        # BCa maps a level z_alpha to the quantile Phi(z0 + u / (1 - a u)), u = z0 + z_alpha; solve for the
+        # level whose limit is the null.
+        d = z - bca.z0
+        if 1 + bca.a_hat * d <= 0:
+            return None
+        z = d / (1 + bca.a_hat * d) - bca.z0
+    return float(min(1.0, 2 * min(ndtr(z), ndtr(-z))))
+
+
 def _intervals(
     theta_hat: FloatArray,
     theta_b: FloatArray,
@@ -932,16 +1103,25 @@ def _intervals(
     kind: BootstrapKind,
     confidence: float,
     seed: int,
-    n: int,
+    units: _Units,
 ) -> list[BootstrapCI]:
     n_stats, n_resamples = theta_b.shape
+    n_clusters = units.q if units.clustered else None
     out: list[BootstrapCI] = []
     for j in range(n_stats):
-        limits = _interval(theta_b[j], float(theta_hat[j]), None if jack is None else jack[j], confidence)
+        jj = None if jack is None else jack[j]
+        limits = _interval(theta_b[j], float(theta_hat[j]), jj, confidence)
         if isinstance(limits, str):
-            out.append(BootstrapCI(None, None, kind, n_resamples, seed, confidence, n, limits))
+            out.append(
+                BootstrapCI(None, None, kind, n_resamples, seed, confidence, units.n, limits, n_clusters)
+            )
         else:
-            out.append(BootstrapCI(limits[0], limits[1], kind, n_resamples, seed, confidence, n))
+            p = bootstrap_p_value(theta_b[j], float(theta_hat[j]), jj)
+            out.append(
+                BootstrapCI(
+                    limits[0], limits[1], kind, n_resamples, seed, confidence, units.n, None, n_clusters, p
+                )
+            )
     return out
 
 
@@ -959,6 +1139,12 @@ def _undefined_ci(
     return BootstrapCI(None, None, kind, n_resamples, seed, confidence, n, reason)
 
 
+def _min_units_reason(units: _Units, min_n: int = 3) -> str | None:
+    if units.clustered and units.q < min_n:
+        return f"fewer than {min_n} distinct clusters (questions) to resample (q = {units.q})"
+    return None
+
+
 def bootstrap_ci_many(
     metrics: Mapping[str, ArrayLike],
     human: ArrayLike,
@@ -969,14 +1155,23 @@ def bootstrap_ci_many(
     seed: int = 0,
     confidence: float = 0.95,
     chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+    clusters: ArrayLike | None = None,
 ) -> dict[str, BootstrapCI]:
     """Paired bootstrap intervals of corr(metric, human) for many metrics sharing one resample index matrix.
 
     Each metric's interval equals ``scipy.stats.bootstrap((x, h), stat, paired=True, method=...,
     n_resamples=n_resamples, rng=np.random.default_rng(seed))`` on its complete pairs. Metrics with the same
     missing-value pattern share the index matrix; each pattern is drawn with the same seed. Memory stays at a
-    few blocks of ``chunk_elements`` entries. Undefined intervals (fewer than 3 pairs, constant input, a
-    constant resample, degenerate distribution) carry a reason. Raises ValueError on malformed input.
+    few blocks of ``chunk_elements`` entries.
+
+    ``clusters`` (one label per item, e.g. the question of each output of pooled runs): when some cluster
+    holds several complete items, resamples draw whole clusters (cluster bootstrap; BCa's jackknife leaves
+    one cluster out) and ``n_clusters`` says how many there were. Items that share a question are not
+    independent: resampling them one by one narrows the interval falsely.
+
+    Undefined intervals (fewer than 3 pairs or clusters, constant input, a constant resample, degenerate
+    distribution) carry a reason. Each defined interval carries the p-value of 0 by inverting it. Raises
+    ValueError on malformed input.
     """
     _check_bootstrap_args(ci_method, n_resamples, confidence)
     h_all = _as_vector(human, "human")
@@ -987,22 +1182,22 @@ def bootstrap_ci_many(
         if x.size != h_all.size:
             raise ValueError(f"{name} has {x.size} values, human has {h_all.size}")
         keep = np.isfinite(x) & np.isfinite(h_all)
-        reason = _undefined_reason(x[keep], h_all[keep])
+        reason = _undefined_reason(x[keep], h_all[keep]) or _min_units_reason(_units(clusters, keep))
         if reason is not None:
             out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
         else:
             patterns.setdefault(keep.tobytes(), []).append(name)
     for key, names in patterns.items():
         keep = np.frombuffer(key, dtype=np.bool_)
+        units = _units(clusters, keep)
         h = h_all[keep]
         x = np.vstack([arrays[name][keep] for name in names])
         kernel = _kernel(method, x, h)
         theta_hat = np.array([_reference_statistic(method, row, h)[0] for row in x])
-        theta_b = _bootstrap_distribution(kernel, h.size, n_resamples, seed, chunk_elements)
-        jack = kernel.jackknife() if ci_method == "bca" else None
-        for name, res in zip(
-            names, _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, h.size), strict=True
-        ):
+        theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
+        jack = _jackknife(kernel, units, chunk_elements) if ci_method == "bca" else None
+        results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units)
+        for name, res in zip(names, results, strict=True):
             out[name] = res
     return {name: out[name] for name in metrics}
 
@@ -1016,14 +1211,80 @@ def bootstrap_ci(
     n_resamples: int = 9999,
     seed: int = 0,
     confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
 ) -> BootstrapCI:
     """Paired bootstrap interval of corr(x, y), equal to scipy.stats.bootstrap with the same seed.
 
-    See ``bootstrap_ci_many`` for the undefined cases.
+    See ``bootstrap_ci_many`` for clusters and the undefined cases.
     """
     return bootstrap_ci_many(
-        {"x": x}, y, method, ci_method=ci_method, n_resamples=n_resamples, seed=seed, confidence=confidence
+        {"x": x},
+        y,
+        method,
+        ci_method=ci_method,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        clusters=clusters,
     )["x"]
+
+
+def bootstrap_differences_many(
+    reference: ArrayLike,
+    others: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    ci_method: BootstrapKind = "bca",
+    n_resamples: int = 9999,
+    seed: int = 0,
+    confidence: float = 0.95,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+    clusters: ArrayLike | None = None,
+) -> dict[str, BootstrapCI]:
+    """Paired bootstrap intervals of corr(reference, human) - corr(other, human) for every other metric.
+
+    Each difference uses the items where the reference, that metric and the human score are all present,
+    and equals ``scipy.stats.bootstrap((ref, other, human), lambda a, b, h: r(a, h) - r(b, h), paired=True,
+    ...)`` with the same seed there. Metrics with the same missing-value pattern share the index matrix.
+    ``clusters`` and the undefined cases as in ``bootstrap_ci_many``; each interval carries the p-value of
+    "no difference" by inverting it.
+    """
+    _check_bootstrap_args(ci_method, n_resamples, confidence)
+    ref_all = _as_vector(reference, "reference")
+    h_all = _as_vector(human, "human")
+    if ref_all.size != h_all.size:
+        raise ValueError(f"reference has {ref_all.size} values, human has {h_all.size}")
+    out: dict[str, BootstrapCI] = {}
+    patterns: dict[bytes, list[str]] = {}
+    arrays = {name: _as_vector(x, name) for name, x in others.items()}
+    for name, x in arrays.items():
+        if x.size != h_all.size:
+            raise ValueError(f"{name} has {x.size} values, human has {h_all.size}")
+        keep = np.isfinite(x) & np.isfinite(h_all) & np.isfinite(ref_all)
+        reason = (
+            _undefined_reason(ref_all[keep], h_all[keep])
+            or _undefined_reason(x[keep], h_all[keep])
+            or _min_units_reason(_units(clusters, keep))
+        )
+        if reason is not None:
+            out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
+        else:
+            patterns.setdefault(keep.tobytes(), []).append(name)
+    for key, names in patterns.items():
+        keep = np.frombuffer(key, dtype=np.bool_)
+        units = _units(clusters, keep)
+        h, ref = h_all[keep], ref_all[keep]
+        x = np.vstack([ref, *(arrays[name][keep] for name in names)])
+        kernel = _DifferenceKernel(_kernel(method, x, h))
+        r_ref = _reference_statistic(method, ref, h)[0]
+        theta_hat = np.array([r_ref - _reference_statistic(method, row, h)[0] for row in x[1:]])
+        theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
+        jack = _jackknife(kernel, units, chunk_elements) if ci_method == "bca" else None
+        results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units)
+        for name, res in zip(names, results, strict=True):
+            out[name] = res
+    return {name: out[name] for name in others}
 
 
 def bootstrap_difference_ci(
@@ -1037,22 +1298,25 @@ def bootstrap_difference_ci(
     seed: int = 0,
     confidence: float = 0.95,
     chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+    clusters: ArrayLike | None = None,
 ) -> BootstrapCI:
-    """Paired bootstrap interval of corr(a, human) - corr(b, human), items resampled jointly.
+    """Paired bootstrap interval of corr(a, human) - corr(b, human), items (or clusters) resampled jointly.
 
     Equals ``scipy.stats.bootstrap((a, b, human), lambda a, b, h: r(a, h) - r(b, h), paired=True, ...)``
-    on the items where all three are present. Undefined as in ``bootstrap_ci_many``.
+    on the items where all three are present. See ``bootstrap_differences_many``.
     """
-    _check_bootstrap_args(ci_method, n_resamples, confidence)
-    (av, bv, hv), _ = _complete(_as_vector(a, "a"), _as_vector(b, "b"), _as_vector(human, "human"))
-    reason = _undefined_reason(av, hv) or _undefined_reason(bv, hv)
-    if reason is not None:
-        return _undefined_ci(ci_method, n_resamples, seed, confidence, hv.size, reason)
-    kernel = _DifferenceKernel(_kernel(method, np.vstack([av, bv]), hv))
-    theta_hat = np.array([_reference_statistic(method, av, hv)[0] - _reference_statistic(method, bv, hv)[0]])
-    theta_b = _bootstrap_distribution(kernel, hv.size, n_resamples, seed, chunk_elements)
-    jack = kernel.jackknife() if ci_method == "bca" else None
-    return _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, hv.size)[0]
+    return bootstrap_differences_many(
+        a,
+        {"b": b},
+        human,
+        method,
+        ci_method=ci_method,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        chunk_elements=chunk_elements,
+        clusters=clusters,
+    )["b"]
 
 
 # ------------------------------------------------------------------ dependent correlations (STATS.md §3)
@@ -1545,6 +1809,247 @@ def system_level(
         pairwise_accuracy=correct / total if total else None,
         n_human_ties=int(np.count_nonzero(upper & (dh == 0))),
     )
+
+
+# --------------------------------------------------------------------------------- pass/fail alignment (§9)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A figure with its bootstrap interval; None where undefined (``undefined_reason`` says why)."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: BootstrapKind | None
+    undefined_reason: str | None = None
+    n_resamples_undefined: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PassFailResult:
+    """How well a metric's pass/fail decision agrees with the binarised human reference (STATS.md §9).
+
+    ``threshold`` is the metric value maximising Youden's J on the data (pass when the metric is at or above
+    it, or at or below it for a lower-is-better metric). ``confusion`` is scikit-learn's layout
+    [[TN, FP], [FN, TP]] with "pass" as the positive class. Intervals resample items (or whole clusters)
+    and choose the threshold again inside every resample, so they include the threshold's own variability.
+    """
+
+    n: int
+    n_clusters: int | None
+    n_pass: int
+    n_fail: int
+    human_threshold: float
+    higher_is_better: bool
+    auc: Interval
+    threshold: Interval
+    youden_j: Interval
+    kappa: Interval
+    accuracy: Interval
+    precision: Interval
+    recall: Interval
+    confusion: tuple[tuple[int, int], tuple[int, int]] | None
+    n_resamples: int
+    seed: int
+    confidence: float
+    undefined_reason: str | None = None
+
+
+# A resample without a pass or without a fail has no ROC curve; up to this fraction of them are left out of
+# the interval (and counted), beyond it the interval is undefined.
+_PASS_FAIL_MAX_UNDEFINED_FRACTION = 0.05
+PASS_FAIL_FIGURES = ("auc", "threshold", "youden_j", "kappa", "accuracy", "precision", "recall")
+
+
+class _PassFailKernel:
+    """Every pass/fail figure of one metric on many resamples (per-item counts) at once.
+
+    Items are grouped by tie in the metric; per resample the weight of passes and fails in each group gives
+    the ROC curve, AUC (ties count one half, as roc_auc_score), the Youden threshold (the highest among
+    equal maxima, as argmax over roc_curve's descending thresholds) and the confusion matrix there.
+    """
+
+    n_stats = len(PASS_FAIL_FIGURES)
+
+    def __init__(self, score: FloatArray, passed: NDArray[np.bool_]) -> None:
+        self.ties = _ties(score)
+        self.values = score[self.ties.order][self.ties.starts]  # ascending distinct values
+        self.passed = passed.astype(np.int64)
+
+    def _groups(self, counts: IntArray, flags: IntArray) -> IntArray:
+        w = (counts * flags)[:, self.ties.order]
+        return np.add.reduceat(w, self.ties.starts, axis=1) if self.ties.has_ties else w
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        pos = self._groups(counts, self.passed).astype(np.float64)
+        neg = self._groups(counts, 1 - self.passed).astype(np.float64)
+        p_tot, n_tot = pos.sum(axis=1), neg.sum(axis=1)
+        neg_below = np.cumsum(neg, axis=1) - neg
+        with np.errstate(invalid="ignore", divide="ignore"):
+            auc = np.einsum("ij,ij->i", pos, neg_below + 0.5 * neg) / (p_tot * n_tot)
+            # Predict pass at or above each distinct value: true and false positives from the top down.
+            tp = np.cumsum(pos[:, ::-1], axis=1)[:, ::-1]
+            fp = np.cumsum(neg[:, ::-1], axis=1)[:, ::-1]
+            # Thresholds are the values drawn in the resample (roc_curve's, without its "nothing passes").
+            j = np.where(pos + neg > 0, tp / p_tot[:, None] - fp / n_tot[:, None], -np.inf)
+            # Highest threshold among equal maxima: search from the top.
+            best = j.shape[1] - 1 - np.argmax(j[:, ::-1], axis=1)
+            rows = np.arange(j.shape[0])
+            tp_b, fp_b = tp[rows, best], fp[rows, best]
+            fn_b, tn_b = p_tot - tp_b, n_tot - fp_b
+            total = p_tot + n_tot
+            accuracy = (tp_b + tn_b) / total
+            expected = ((tp_b + fp_b) * p_tot + (fn_b + tn_b) * n_tot) / total**2
+            kappa = (accuracy - expected) / (1 - expected)
+            precision = tp_b / (tp_b + fp_b)
+            recall = tp_b / p_tot
+            out = np.column_stack([auc, self.values[best], j[rows, best], kappa, accuracy, precision, recall])
+        undefined = (p_tot == 0) | (n_tot == 0)
+        out[undefined] = np.nan
+        return out
+
+    def exact(self, idx: IntArray, j: int) -> float:
+        counts = np.bincount(idx, minlength=self.passed.size)[None, :].astype(np.int64)
+        return float(self.resample(counts)[0, j])
+
+    def jackknife(self) -> FloatArray:
+        n = self.passed.size
+        out = np.empty((self.n_stats, n))
+        step = max(1, _DEFAULT_CHUNK_ELEMENTS // n)
+        for start in range(0, n, step):
+            left_out = np.arange(start, min(n, start + step))
+            counts = (np.arange(n)[None, :] != left_out[:, None]).astype(np.int64)
+            out[:, left_out] = self.resample(counts).T
+        return out
+
+
+def default_pass_threshold(scale_min: float, scale_max: float) -> float:
+    """Upper half of a rubric: the first integer above its midpoint (4 on 1-5, 1 on -2..2, 6 on 1-10)."""
+    return float(math.floor((scale_min + scale_max) / 2) + 1)
+
+
+def pass_fail(
+    metric: ArrayLike,
+    human: ArrayLike,
+    human_threshold: float,
+    *,
+    higher_is_better: bool = True,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+) -> PassFailResult:
+    """Pass/fail alignment of a metric with humans: human pass = reference score >= ``human_threshold``.
+
+    Point figures come from scikit-learn (roc_auc_score; roc_curve for the observed value maximising Youden's
+    J = TPR - FPR; cohen_kappa_score, accuracy/precision/recall and confusion_matrix at that threshold).
+    Intervals: BCa for AUC, percentile for the threshold and the figures at it (re-chosen in every
+    resample: a non-smooth statistic BCa's jackknife does not describe). Resamples draw items, or whole
+    clusters when ``clusters`` repeat (see ``bootstrap_ci_many``); those where a figure is undefined (no pass
+    or no fail drawn) are left out and counted while they are at most 5%, beyond which the interval is
+    undefined. Undefined (reason given) with fewer than 2 passes or 2 fails, a constant metric, or fewer than
+    3 clusters. Incomplete pairs are dropped. Raises ValueError on malformed input.
+    """
+    from sklearn.metrics import (
+        accuracy_score,
+        cohen_kappa_score,
+        confusion_matrix,
+        precision_score,
+        recall_score,
+        roc_auc_score,
+        roc_curve,
+    )
+
+    _check_bootstrap_args("bca", max(n_resamples, 1), confidence)
+    x_all, h_all = _as_vector(metric, "metric"), _as_vector(human, "human")
+    if x_all.size != h_all.size:
+        raise ValueError(f"metric has {x_all.size} values, human has {h_all.size}")
+    keep = np.isfinite(x_all) & np.isfinite(h_all)
+    units = _units(clusters, keep)
+    x, h = x_all[keep], h_all[keep]
+    score = x if higher_is_better else -x
+    passed = h >= human_threshold
+    n_pass = int(passed.sum())
+    n_fail = int(passed.size - n_pass)
+
+    def result(figures: dict[str, Interval], confusion: Any, reason: str | None) -> PassFailResult:
+        return PassFailResult(
+            n=int(x.size),
+            n_clusters=units.q if units.clustered else None,
+            n_pass=n_pass,
+            n_fail=n_fail,
+            human_threshold=float(human_threshold),
+            higher_is_better=higher_is_better,
+            confusion=confusion,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            undefined_reason=reason,
+            **figures,
+        )
+
+    reason = None
+    if n_pass < 2 or n_fail < 2:
+        reason = f"needs at least 2 passes and 2 fails by the human threshold ({n_pass} pass, {n_fail} fail)"
+    elif _is_constant(x):
+        reason = "constant metric"
+    else:
+        reason = _min_units_reason(units)
+    if reason is not None:
+        empty = Interval(None, None, None, None, reason)
+        return result(dict.fromkeys(PASS_FAIL_FIGURES, empty), None, reason)
+
+    y = passed.astype(np.int64)
+    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
+    j = tpr - fpr
+    # roc_curve lists thresholds descending from +inf ("nothing passes", left out: a decision rule passes
+    # something); argmax takes the highest threshold among equal maxima.
+    best = 1 + int(np.argmax(j[1:]))
+    cut = float(thresholds[best])
+    pred = (score >= cut).astype(np.int64)
+    cm = confusion_matrix(y, pred, labels=[0, 1])
+    point = {
+        "auc": float(roc_auc_score(y, score)),
+        "threshold": cut,
+        "youden_j": float(j[best]),
+        "kappa": float(cohen_kappa_score(y, pred)),
+        "accuracy": float(accuracy_score(y, pred)),
+        "precision": float(precision_score(y, pred, zero_division=np.nan)),
+        "recall": float(recall_score(y, pred)),
+    }
+    confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
+    figures: dict[str, Interval] = {}
+    kernel = _PassFailKernel(score, passed)
+    theta_b = (
+        _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements) if n_resamples > 0 else None
+    )
+    jack = _jackknife(kernel, units, chunk_elements) if n_resamples > 0 else None
+    for i, name in enumerate(PASS_FAIL_FIGURES):
+        value = point[name]
+        shown = value if higher_is_better or name != "threshold" else -value
+        if not math.isfinite(value):
+            figures[name] = Interval(None, None, None, None, f"{name} undefined at the chosen threshold")
+            continue
+        if theta_b is None or jack is None:
+            figures[name] = Interval(shown, None, None, None, "no resamples requested")
+            continue
+        kind: BootstrapKind = "bca" if name == "auc" else "percentile"
+        defined = np.isfinite(theta_b[i])
+        n_nan = int(defined.size - np.count_nonzero(defined))
+        if n_nan > _PASS_FAIL_MAX_UNDEFINED_FRACTION * n_resamples:
+            why = f"{name} undefined in {n_nan} of {n_resamples} resamples (no pass, fail or predicted pass)"
+            figures[name] = Interval(shown, None, None, kind, why, n_nan)
+            continue
+        limits = _interval(theta_b[i][defined], value, jack[i] if kind == "bca" else None, confidence)
+        if isinstance(limits, str):
+            figures[name] = Interval(shown, None, None, kind, limits, n_nan)
+        elif name == "threshold" and not higher_is_better:
+            figures[name] = Interval(shown, -limits[1], -limits[0], kind, None, n_nan)
+        else:
+            figures[name] = Interval(shown, limits[0], limits[1], kind, None, n_nan)
+    return result(figures, confusion, None)
 
 
 # --------------------------------------------------------------------------- prediction-powered mean (§7)

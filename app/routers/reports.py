@@ -29,9 +29,20 @@ class ReportParams:
         k: int = Query(5, ge=1, le=100, description="k of the retrieval metrics and of ref.word_recall@k"),
         types: str | None = Query(None, description="comma-separated question types (any of them)"),
         answerable: bool | None = Query(None, description="true: answerable questions only; omit for all"),
-        ci: Literal["fisher", "bca"] = Query("fisher", description="bca: paired BCa bootstrap by output"),
+        ci: Literal["fisher", "bca", "auto"] = Query(
+            "fisher",
+            description="fisher: analytic intervals; bca: paired BCa bootstrap; auto: the method known to"
+            " hold for the data (rule stated in the report). Pooled runs whose questions repeat always"
+            " resample questions.",
+        ),
         seed: SeedQuery = 0,
         n_resamples: int = Query(2000, ge=100, le=100_000, description="bootstrap resamples"),
+        pass_threshold: float | None = Query(
+            None,
+            allow_inf_nan=False,
+            description="pass/fail analysis: a human reference score at or above it is a pass (default: "
+            "the upper half of the rubric, e.g. 4 on 1-5)",
+        ),
     ) -> None:
         self.kwargs: dict[str, Any] = {
             "k": k,
@@ -40,6 +51,7 @@ class ReportParams:
             "ci": ci,
             "seed": seed,
             "n_resamples": n_resamples,
+            "pass_threshold": pass_threshold,
         }
 
 

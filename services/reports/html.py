@@ -7,7 +7,7 @@ from collections.abc import Callable
 from html import escape
 
 from services.reports import text
-from services.reports.schemas import MetricItems, ReportRead
+from services.reports.schemas import Figure, MetricItems, ReportRead
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -48,6 +48,46 @@ def _warnings(report: ReportRead) -> str:
     return f"<div class='warnings' id='warnings' role='note'><b>Read with care</b><ul>{items}</ul></div>"
 
 
+def _fig(f: Figure) -> str:
+    if f.estimate is None:
+        return f"<span class='muted' title='{escape(f.undefined_reason or '')}'>{text.UNDEFINED}</span>"
+    ci = text.interval(f.ci_low, f.ci_high)
+    return escape(text.num(f.estimate) + (f" {ci}" if ci else ""))
+
+
+def _pass_fail(report: ReportRead) -> str:
+    """Analysis 4: one row per metric, its pass/fail decision against the raters'."""
+    pf = report.pass_fail
+    if pf is None:
+        return ""
+    out = [
+        f"<h2 id='pass-fail'>4. {escape(pf.title)}</h2><p class='muted'>{escape(pf.threshold_rule)}"
+        + (f" — {escape(pf.note)}" if pf.note else "")
+        + "</p>"
+    ]
+    if not pf.metrics:
+        return "".join(out)
+    out.append(
+        "<div class='wide'><table class='analysis' id='table-pass-fail'><tr><th>metric</th>"
+        "<th>n (pass / fail)</th><th>ROC AUC [95% CI]</th><th>metric threshold</th><th>Cohen's κ</th>"
+        "<th>accuracy</th><th>precision</th><th>recall</th><th>TN, FP, FN, TP</th></tr>"
+    )
+    for m in pf.metrics:
+        cm = ", ".join(str(v) for row in m.confusion for v in row) if m.confusion else "—"
+        side = "≥ " if m.higher_is_better else "≤ "
+        thr = "—" if m.threshold.estimate is None else side + _fig(m.threshold)
+        out.append(
+            f"<tr><td>{escape(m.metric)}</td><td>{m.n} ({m.n_pass} / {m.n_fail})</td><td>{_fig(m.auc)}</td>"
+            f"<td>{thr}</td><td>{_fig(m.kappa)}</td><td>{_fig(m.accuracy)}</td><td>{_fig(m.precision)}</td>"
+            f"<td>{_fig(m.recall)}</td><td>{cm}</td></tr>"
+        )
+    out.append(
+        "</table></div><p class='muted'>The metric threshold maximises Youden's J and is chosen again in "
+        "every resample, so the intervals include its uncertainty.</p>"
+    )
+    return "".join(out)
+
+
 def render(
     report: ReportRead,
     svg: str,
@@ -63,6 +103,8 @@ def render(
         f"<p>{ref['n_items']} outputs; human reference = {escape(ref['method'])} of the raters for "
         f"{ref['n_with_reference']} of them. {escape(text.filters(report.filters))}.</p>"
     )
+    if report.interval_rule:
+        parts.append(f"<p class='muted' id='interval-rule'>Intervals: {escape(report.interval_rule)}</p>")
     if report.coverage:
         parts.append(f"<p id='coverage'><b>Metrics:</b> {escape(report.coverage.summary)}.</p>")
     parts.append(
@@ -126,6 +168,7 @@ def render(
                     + "</td></tr>"
                 )
             parts.append("</table>")
+    parts.append(_pass_fail(report))
     if report.by_type:
         names = sorted({k for t in report.by_type for k in t.metrics})
         parts.append(

@@ -15,14 +15,35 @@ class Corr(BaseModel):
     ci_clipped: str | None = Field(
         default=None, description="set when the interval was clipped to the coefficient's domain, and why"
     )
+    p_method: str | None = Field(
+        default=None,
+        description="where p_value comes from: scipy (independent items) or the cluster bootstrap",
+    )
 
 
 class Comparison(BaseModel):
-    """This metric against the best one of its analysis, on the items both have."""
+    """This metric against the best one of its analysis for one coefficient, on the items both have.
+
+    Pearson on independent items: Williams' t (p), Steiger's Z and Zou's interval. Spearman and Kendall, and
+    every coefficient on pooled runs whose questions repeat: a paired bootstrap of the difference (by
+    question when questions repeat), whose p inverts the interval. Holm runs over each coefficient's family.
+    """
 
     best: str
     n: int
-    difference: float | None = Field(description="oriented r(best) - oriented r(this metric)")
+    difference: float | None = Field(description="oriented coefficient(best) - oriented coefficient(this)")
+    method: Literal["pearson", "spearman", "kendall"] = "pearson"
+    n_questions: int | None = Field(default=None, description="distinct questions behind the n items")
+    ci_low: float | None = Field(default=None, description="95% interval of the difference (see ci_method)")
+    ci_high: float | None = None
+    ci_method: str | None = Field(default=None, description="zou, or the bootstrap used (bca, percentile)")
+    p_value: float | None = Field(default=None, description="unadjusted p of no difference (see p_method)")
+    p_method: str | None = Field(default=None, description="williams, or bootstrap (inverted interval)")
+    bootstrap_low: float | None = Field(
+        default=None, description="paired bootstrap interval of the difference (Pearson, ci=bca)"
+    )
+    bootstrap_high: float | None = None
+    bootstrap_p: float | None = None
     williams_t: float | None = None
     williams_p: float | None = None
     steiger_z: float | None = None
@@ -49,6 +70,9 @@ class MetricRow(BaseModel):
     kendall: Corr
     oriented_r: float | None = Field(description="Pearson r, sign flipped for lower-is-better metrics")
     comparison: Comparison | None = None
+    n_questions: int | None = Field(default=None, description="distinct questions behind the n items")
+    spearman_comparison: Comparison | None = None
+    kendall_comparison: Comparison | None = None
 
 
 class NotComputed(BaseModel):
@@ -84,6 +108,58 @@ class Analysis(BaseModel):
     not_computed: list[NotComputed] = Field(
         default_factory=list, description="catalogue metrics of this analysis with no statistics, and why"
     )
+    top_spearman: str | None = None
+    top_kendall: str | None = None
+
+
+class Figure(BaseModel):
+    """A pass/fail figure with its bootstrap interval (None where undefined, with the reason)."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str | None
+    undefined_reason: str | None = None
+    n_resamples_undefined: int = Field(default=0, description="resamples without a pass or a fail, left out")
+
+
+class PassFailRow(BaseModel):
+    """One metric's pass/fail decision against the binarised human reference."""
+
+    metric: str
+    library: str
+    kind: str
+    higher_is_better: bool
+    n: int
+    n_questions: int | None = None
+    n_pass: int = Field(description="outputs the humans pass (reference >= the pass threshold)")
+    n_fail: int
+    auc: Figure = Field(description="ROC AUC of the metric for the human pass (scikit-learn), BCa interval")
+    threshold: Figure = Field(
+        description="metric value maximising Youden's J; the metric passes an output at or above it (at or "
+        "below for a lower-is-better metric); re-chosen inside every resample"
+    )
+    youden_j: Figure
+    kappa: Figure = Field(
+        description="Cohen's kappa of the metric's decision with the humans' at the threshold"
+    )
+    accuracy: Figure
+    precision: Figure
+    recall: Figure
+    confusion: list[list[int]] | None = Field(
+        default=None, description="[[TN, FP], [FN, TP]] with pass as the positive class (scikit-learn layout)"
+    )
+    undefined_reason: str | None = None
+
+
+class PassFail(BaseModel):
+    """Analysis 4: does the metric's pass/fail decision agree with the raters' (judge alignment)?"""
+
+    title: str
+    human_threshold: float | None = Field(description="a human reference score at or above it is a pass")
+    threshold_rule: str
+    metrics: list[PassFailRow]
+    note: str | None = None
 
 
 class TypeBreakdown(BaseModel):
@@ -151,6 +227,12 @@ class ReportRead(BaseModel):
         description="every catalogue metric asked for or known to the runs: computed, or not and why",
     )
     coverage: Coverage | None = None
+    n_items: int | None = Field(default=None, description="outputs in the report (after filters)")
+    n_questions: int | None = Field(default=None, description="distinct questions behind those outputs")
+    pass_fail: PassFail | None = None
+    interval_rule: str | None = Field(
+        default=None, description="how intervals and p-values were obtained and why (ci=auto states its rule)"
+    )
 
 
 class MetricItem(BaseModel):

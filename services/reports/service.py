@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -18,11 +18,23 @@ from services.models import Run
 from services.ratings.service import rating_table
 from services.reports import coverage, honesty
 from services.reports.data import Column, Item, ReportData, gather
-from services.reports.schemas import Analysis, Comparison, Corr, MetricRow, ReportRead, RunInfo, TypeBreakdown
+from services.reports.schemas import (
+    Analysis,
+    Comparison,
+    Corr,
+    Figure,
+    MetricRow,
+    PassFail,
+    PassFailRow,
+    ReportRead,
+    RunInfo,
+    TypeBreakdown,
+)
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
 
-CiKind = Literal["fisher", "bca"]
+CiKind = Literal["fisher", "bca", "auto"]
+METHODS: tuple[Literal["pearson", "spearman", "kendall"], ...] = ("pearson", "spearman", "kendall")
 TITLES = {
     1: "Overall and generation metrics vs the human reference score",
     2: "Retrieval metrics vs word-level recall@{k}",
@@ -156,6 +168,76 @@ def _vectors(
     return np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64), excluded
 
 
+@dataclass(frozen=True)
+class IntervalMode:
+    """How a report's intervals and p-values are obtained (from ``ci`` and whether questions repeat)."""
+
+    requested: CiKind
+    bootstrap: bool  # every interval from the bootstrap (BCa); else analytic where a tested formula exists
+    clustered: bool  # some question has several outputs: resample questions, never outputs
+    n_resamples: int
+    seed: int
+    rule: str
+
+
+def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, seed: int) -> IntervalMode:
+    """The interval rule of a report, stated in words for the reader."""
+    clustered = n_questions < n_items
+    boot = f"BCa, {n_resamples} resamples, seed {seed}"
+    if clustered:
+        rule = (
+            f"{n_items} outputs come from {n_questions} distinct questions: outputs of one question are not "
+            "independent, so every interval, p-value and comparison resamples questions (cluster bootstrap, "
+            f"{boot}); Fisher/Fieller intervals and Williams' test would be too narrow here."
+        )
+        if ci == "auto":
+            rule = "ci=auto: " + rule
+        return IntervalMode(ci, True, True, n_resamples, seed, rule)
+    analytic = (
+        "Fisher (Pearson), Fieller (Spearman) and Fieller with the tie correction (Kendall) intervals, scipy "
+        "p-values; comparisons with the top metric: Williams' t and Zou's interval (Pearson), paired bootstrap "
+        f"(Spearman, Kendall; {boot})."
+    )
+    if ci == "bca":
+        rule = f"Paired bootstrap over outputs ({boot}) for every interval; scipy p-values."
+        return IntervalMode(ci, True, False, n_resamples, seed, rule)
+    if ci == "auto":
+        rule = (
+            "ci=auto: every output is its own question, so the analytic intervals are used (they cover "
+            "93.5-96.5% on tied 1-5 ratings at n = 50 and 100, bench/coverage.py): " + analytic
+        )
+    else:
+        rule = analytic
+    return IntervalMode(ci, False, False, n_resamples, seed, rule)
+
+
+def _correlations(
+    matrix: dict[str, np.ndarray], human: np.ndarray, clusters: list[str], mode: IntervalMode
+) -> dict[str, dict[str, stats.CorrelationResult]]:
+    """Pearson, Spearman and Kendall of every column (NaN = missing) with the reference, per the mode."""
+    out: dict[str, dict[str, stats.CorrelationResult]] = {name: {} for name in matrix}
+    for method in METHODS:
+        res = stats.correlations_many(
+            matrix,
+            human,
+            method,
+            ci="bca" if mode.bootstrap else "analytic",
+            n_resamples=mode.n_resamples,
+            seed=mode.seed,
+            clusters=clusters if mode.clustered else None,
+        )
+        for name, r in res.items():
+            out[name][method] = r
+    return out
+
+
+def _corr_of(res: stats.CorrelationResult) -> Corr:
+    c = _corr(res)
+    if res.estimate is not None:
+        c.p_method = res.p_method
+    return c
+
+
 def _analysis(
     aid: Literal[1, 2, 3],
     reference_name: str,
@@ -163,133 +245,168 @@ def _analysis(
     cols: list[Column],
     reference: dict[int, float | None],
     ref_missing: dict[int, str],
-    ci: CiKind,
-    seed: int,
-    n_resamples: int,
+    mode: IntervalMode,
     k: int,
 ) -> Analysis:
     rows: list[MetricRow] = []
-    vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    used = [it for it in items if reference.get(it.output_id) is not None]
+    human = np.array([reference[it.output_id] for it in used], dtype=np.float64)
+    questions = [it.question_id for it in used]
+    matrix: dict[str, np.ndarray] = {}
     for col in cols:
-        x, y, excluded = _vectors(items, col, reference, ref_missing)
+        x, _, excluded = _vectors(items, col, reference, ref_missing)
         hib = _higher_is_better(col)
         library, kind = _library_kind(col)
+        n_q = len({it.question_id for it in used if it.output_id in col.values})
+        row = MetricRow(
+            metric=col.name,
+            library=library,
+            kind=kind,
+            higher_is_better=hib,
+            n=int(x.size),
+            excluded=dict(excluded),
+            pearson=_undefined(""),
+            spearman=_undefined(""),
+            kendall=_undefined(""),
+            oriented_r=None,
+            n_questions=n_q,
+        )
+        rows.append(row)
         if x.size >= 3 and stats.near_constant(x):
             why = "near-constant metric: fewer than 3 items differ from its most common value"
-            rows.append(
-                MetricRow(
-                    metric=col.name,
-                    library=library,
-                    kind=kind,
-                    higher_is_better=hib,
-                    n=int(x.size),
-                    excluded=dict(excluded),
-                    pearson=_undefined(why),
-                    spearman=_undefined(why),
-                    kendall=_undefined(why),
-                    oriented_r=None,
-                )
-            )
+            row.pearson = row.spearman = row.kendall = _undefined(why)
             continue
-        method_ci: Any = "bca" if ci == "bca" else "analytic"
-        corr = {
-            m: stats.correlation(x, y, m, ci=method_ci, n_resamples=n_resamples, seed=seed)
-            for m in ("pearson", "spearman", "kendall")
-        }
-        r = corr["pearson"].estimate
-        rows.append(
-            MetricRow(
-                metric=col.name,
-                library=library,
-                kind=kind,
-                higher_is_better=hib,
-                n=int(x.size),
-                excluded=dict(excluded),
-                pearson=_corr(corr["pearson"]),
-                spearman=_corr(corr["spearman"]),
-                kendall=_corr(corr["kendall"]),
-                oriented_r=None if r is None else (r if hib else -r),
-            )
-        )
-        vectors[col.name] = (x, y)
-    defined = [row for row in rows if row.oriented_r is not None]
-    best = max(defined, key=lambda row: row.oriented_r or -2.0) if defined else None
-    note = None
-    if best is not None:
-        _compare(
-            best,
-            defined,
-            items,
-            {c.name: c for c in cols},
-            reference,
-            n_resamples if ci == "bca" else 0,
-            seed,
-        )
-    else:
-        note = "no metric has a defined correlation in this analysis"
+        matrix[col.name] = np.array([col.values.get(it.output_id, np.nan) for it in used], dtype=np.float64)
+    corr = _correlations(matrix, human, questions, mode)
+    by_name = {row.metric: row for row in rows}
+    for name, res in corr.items():
+        row = by_name[name]
+        row.pearson, row.spearman, row.kendall = (_corr_of(res[m]) for m in METHODS)
+        r = res["pearson"].estimate
+        row.oriented_r = None if r is None else (r if row.higher_is_better else -r)
+    best = _compare_all(rows, matrix, human, questions, mode)
+    note = None if best["pearson"] is not None else "no metric has a defined correlation in this analysis"
     rows.sort(key=lambda row: (row.oriented_r is None, -(row.oriented_r or 0.0), row.metric))
     return Analysis(
         id=aid,
         title=TITLES[aid].format(k=k),
         reference=reference_name,
         metrics=rows,
-        best=best.metric if best else None,
+        best=best["pearson"],
         note=note,
+        top_spearman=best["spearman"],
+        top_kendall=best["kendall"],
     )
 
 
-def _compare(
-    best: MetricRow,
+def _oriented(row: MetricRow, method: str) -> float | None:
+    est = getattr(row, method).estimate
+    return None if est is None else (est if row.higher_is_better else -est)
+
+
+def _compare_all(
     rows: list[MetricRow],
-    items: list[Item],
-    cols: dict[str, Column],
-    reference: dict[int, float | None],
-    n_resamples: int,
-    seed: int,
-) -> None:
-    bcol = cols[best.metric]
-    bsign = 1.0 if best.higher_is_better else -1.0
-    pvals: list[float | None] = []
-    comps: list[Comparison] = []
-    for row in rows:
-        if row is best:
+    matrix: dict[str, np.ndarray],
+    human: np.ndarray,
+    questions: list[str],
+    mode: IntervalMode,
+) -> dict[str, str | None]:
+    """Every metric against the best one, per coefficient, with Holm over each coefficient's family."""
+    best: dict[str, str | None] = {}
+    for method in METHODS:
+        defined = [row for row in rows if row.metric in matrix and _oriented(row, method) is not None]
+        if not defined:
+            best[method] = None
             continue
-        col = cols[row.metric]
-        sign = 1.0 if row.higher_is_better else -1.0
-        common = [
-            it.output_id
-            for it in items
-            if reference.get(it.output_id) is not None
-            and it.output_id in col.values
-            and it.output_id in bcol.values
-        ]
-        a = np.array([bsign * bcol.values[o] for o in common])
-        b = np.array([sign * col.values[o] for o in common])
-        h = np.array([reference[o] for o in common], dtype=np.float64)
-        comp = stats.compare_correlations(a, b, h, method="pearson", n_resamples=n_resamples, seed=seed)
-        c = Comparison(best=best.metric, n=comp.n, difference=comp.difference)
-        if comp.undefined_reason or comp.williams is None:
-            c.note = comp.undefined_reason or comp.analytic_undefined_reason
-            pvals.append(None)
+        top = max(defined, key=lambda row: _oriented(row, method) or -2.0)
+        best[method] = top.metric
+        comps = _compare(method, top, [r for r in defined if r is not top], matrix, human, questions, mode)
+        for row, comp in comps:
+            setattr(row, "comparison" if method == "pearson" else f"{method}_comparison", comp)
+        _holm([comp for _, comp in comps])
+    return best
+
+
+def _sign(row: MetricRow) -> float:
+    return 1.0 if row.higher_is_better else -1.0
+
+
+def _compare(
+    method: Literal["pearson", "spearman", "kendall"],
+    best: MetricRow,
+    others: list[MetricRow],
+    matrix: dict[str, np.ndarray],
+    human: np.ndarray,
+    questions: list[str],
+    mode: IntervalMode,
+) -> list[tuple[MetricRow, Comparison]]:
+    ref = _sign(best) * matrix[best.metric]
+    oriented = {row.metric: _sign(row) * matrix[row.metric] for row in others}
+    clusters = questions if mode.clustered else None
+    analytic = method == "pearson" and not mode.clustered
+    boot: dict[str, stats.BootstrapCI] = {}
+    if not analytic or mode.bootstrap:
+        boot = stats.bootstrap_differences_many(
+            ref,
+            oriented,
+            human,
+            method,
+            ci_method="bca",
+            n_resamples=mode.n_resamples,
+            seed=mode.seed,
+            clusters=clusters,
+        )
+    out: list[tuple[MetricRow, Comparison]] = []
+    for row in others:
+        b = oriented[row.metric]
+        keep = np.isfinite(ref) & np.isfinite(b)
+        c = Comparison(
+            best=best.metric,
+            method=method,
+            n=int(keep.sum()),
+            n_questions=len({q for q, k in zip(questions, keep, strict=True) if k}),
+            difference=None,
+        )
+        if analytic:
+            comp = stats.compare_correlations(ref[keep], b[keep], human[keep], method=method, n_resamples=0)
+            _analytic_comparison(c, comp)
+            if row.metric in boot:
+                bci = boot[row.metric]
+                c.bootstrap_low, c.bootstrap_high, c.bootstrap_p = bci.low, bci.high, bci.p_value
         else:
-            c.williams_t, c.williams_p = comp.williams.statistic, comp.williams.p_value
-            if comp.steiger is not None:
-                c.steiger_z, c.steiger_p = comp.steiger.statistic, comp.steiger.p_value
-            c.zou_low, c.zou_high = comp.zou_low, comp.zou_high
-            pvals.append(comp.williams.p_value)
-            if (
-                comp.r_a is not None
-                and comp.r_b is not None
-                and comp.r_ab is not None
-                and comp.r_a != comp.r_b
-            ):
-                try:
-                    c.n_needed = stats.n_needed_to_separate(comp.r_a, comp.r_b, comp.r_ab)
-                except ValueError:
-                    c.n_needed = None
-        comps.append(c)
-        row.comparison = c
-    for c, p in zip(comps, stats.adjust_p_values(pvals, "holm"), strict=True):
+            bci = boot[row.metric]
+            ra, rb = _oriented(best, method), _oriented(row, method)
+            c.difference = None if ra is None or rb is None else ra - rb
+            c.ci_low, c.ci_high, c.p_value = bci.low, bci.high, bci.p_value
+            c.ci_method, c.p_method = (bci.method, "bootstrap") if bci.low is not None else (None, None)
+            if bci.undefined_reason:
+                c.note = f"bootstrap of the difference undefined: {bci.undefined_reason}"
+            if method == "pearson":
+                c.bootstrap_low, c.bootstrap_high, c.bootstrap_p = bci.low, bci.high, bci.p_value
+        out.append((row, c))
+    return out
+
+
+def _analytic_comparison(c: Comparison, comp: stats.DependentComparison) -> None:
+    c.n, c.difference = comp.n, comp.difference
+    if comp.undefined_reason or comp.williams is None:
+        c.note = comp.undefined_reason or comp.analytic_undefined_reason
+        return
+    c.williams_t, c.williams_p = comp.williams.statistic, comp.williams.p_value
+    if comp.steiger is not None:
+        c.steiger_z, c.steiger_p = comp.steiger.statistic, comp.steiger.p_value
+    c.zou_low, c.zou_high = comp.zou_low, comp.zou_high
+    c.ci_low, c.ci_high, c.ci_method = comp.zou_low, comp.zou_high, "zou"
+    c.p_value, c.p_method = comp.williams.p_value, "williams"
+    if comp.r_a is not None and comp.r_b is not None and comp.r_ab is not None and comp.r_a != comp.r_b:
+        try:
+            c.n_needed = stats.n_needed_to_separate(comp.r_a, comp.r_b, comp.r_ab)
+        except ValueError:
+            c.n_needed = None
+
+
+def _holm(comps: list[Comparison]) -> None:
+    for c, p in zip(comps, stats.adjust_p_values([c.p_value for c in comps], "holm"), strict=True):
         c.holm_p = p
         if p is not None:
             c.indistinguishable_from_best = p >= 0.05
@@ -298,6 +415,98 @@ def _compare(
                     f"n = {c.n} is too small to tell these two metrics apart: about {c.n_needed} items "
                     "would be needed at power 0.8"
                 )
+
+
+def _figure(res: stats.Interval) -> Figure:
+    return Figure(
+        estimate=res.estimate,
+        ci_low=res.ci_low,
+        ci_high=res.ci_high,
+        ci_method=res.ci_method,
+        undefined_reason=res.undefined_reason,
+        n_resamples_undefined=res.n_resamples_undefined,
+    )
+
+
+def _pass_fail(
+    items: list[Item],
+    cols: list[Column],
+    human: dict[int, float | None],
+    rubric: tuple[int, int] | None,
+    pass_threshold: float | None,
+    mode: IntervalMode,
+) -> PassFail:
+    """Analysis 4: each metric's best pass/fail decision against the humans' (binarised reference score)."""
+    title = "Pass/fail alignment: the metric's decision vs the raters'"
+    if pass_threshold is not None:
+        threshold = pass_threshold
+        rule = f"pass = human reference score >= {pass_threshold:g} (set by the request)"
+    elif rubric is not None:
+        threshold = stats.default_pass_threshold(*rubric)
+        rule = (
+            f"pass = human reference score >= {threshold:g}: the upper half of the rubric "
+            f"{rubric[0]}..{rubric[1]} (default; pass_threshold= to change it)"
+        )
+    else:
+        return PassFail(
+            title=title,
+            human_threshold=None,
+            threshold_rule="",
+            metrics=[],
+            note="no ratings: no human pass/fail",
+        )
+    used = [it for it in items if human.get(it.output_id) is not None]
+    h = np.array([human[it.output_id] for it in used], dtype=np.float64)
+    questions = [it.question_id for it in used]
+    rows: list[PassFailRow] = []
+    for col in cols:
+        x = np.array([col.values.get(it.output_id, np.nan) for it in used], dtype=np.float64)
+        hib = _higher_is_better(col)
+        library, kind = _library_kind(col)
+        complete = np.isfinite(x)
+        reason: str | None
+        if complete.sum() >= 3 and stats.near_constant(x[complete]):
+            res = stats.pass_fail(np.ones(0), np.ones(0), threshold)
+            reason = "near-constant metric: fewer than 3 items differ from its most common value"
+        else:
+            res = stats.pass_fail(
+                x,
+                h,
+                threshold,
+                higher_is_better=hib,
+                n_resamples=mode.n_resamples,
+                seed=mode.seed,
+                clusters=questions if mode.clustered else None,
+            )
+            reason = res.undefined_reason
+        figures = {name: _figure(getattr(res, name)) for name in stats.PASS_FAIL_FIGURES}
+        if reason is not None:
+            figures = {
+                name: Figure(
+                    estimate=None, ci_low=None, ci_high=None, ci_method=None, undefined_reason=reason
+                )
+                for name in figures
+            }
+        rows.append(
+            PassFailRow(
+                metric=col.name,
+                library=library,
+                kind=kind,
+                higher_is_better=hib,
+                n=int(complete.sum()),
+                n_questions=len({q for q, c in zip(questions, complete, strict=True) if c}),
+                n_pass=int((h[complete] >= threshold).sum()),
+                n_fail=int((h[complete] < threshold).sum()),
+                confusion=[list(r) for r in res.confusion] if res.confusion and reason is None else None,
+                undefined_reason=reason,
+                **figures,
+            )
+        )
+    rows.sort(key=lambda r: (r.auc.estimate is None, -(r.auc.estimate or 0.0), r.metric))
+    note = (
+        None if any(r.auc.estimate is not None for r in rows) else "no metric has a defined pass/fail figure"
+    )
+    return PassFail(title=title, human_threshold=threshold, threshold_rule=rule, metrics=rows, note=note)
 
 
 def build_report(
@@ -311,6 +520,7 @@ def build_report(
     ci: CiKind = "fisher",
     seed: int = 0,
     n_resamples: int = 2000,
+    pass_threshold: float | None = None,
 ) -> ReportRead:
     """Correlations of every metric with the human reference (analyses 1, 3) and of retrieval metrics with
     word-level recall@k (analysis 2), on the runs' outputs pooled. Raises NotFound / InvalidItems."""
@@ -327,9 +537,9 @@ def build_report(
     retrieval = [c for c in cols if _library_kind(c)[1] == "retrieval"]
     overall = [c for c in cols if _library_kind(c)[1] != "retrieval"]
     ref_name = f"ref.word_recall@{k}"
-    analyses = [
-        _analysis(1, "human reference score", items, overall, human, human_missing, ci, seed, n_resamples, k)
-    ]
+    n_questions = len({it.question_id for it in items})
+    mode = interval_mode(ci, len(items), n_questions, n_resamples, seed)
+    analyses = [_analysis(1, "human reference score", items, overall, human, human_missing, mode, k)]
     ref_col = data.columns.get(ref_name)
     if ref_col is None:
         analyses.append(
@@ -350,13 +560,16 @@ def build_report(
             if v is None
         }
         others = [c for c in retrieval if c.name != ref_name]
-        analyses.append(
-            _analysis(2, ref_name, items, others, recall, recall_missing, ci, seed, n_resamples, k)
-        )
-    analyses.append(
-        _analysis(
-            3, "human reference score", items, retrieval, human, human_missing, ci, seed, n_resamples, k
-        )
+        analyses.append(_analysis(2, ref_name, items, others, recall, recall_missing, mode, k))
+    analyses.append(_analysis(3, "human reference score", items, retrieval, human, human_missing, mode, k))
+    rubric = data.ratings.rubric
+    pass_fail = _pass_fail(
+        items,
+        overall + retrieval,
+        human,
+        None if rubric is None else (rubric.min_score, rubric.max_score),
+        pass_threshold,
+        mode,
     )
     agreement = agreement_block(session, settings, run_ids, seed)
     result = agreement.get("result") or {}
@@ -366,12 +579,28 @@ def build_report(
     for t in all_types:
         sub = [it for it in items if t in it.types]
         metrics = {}
+        rated = [it for it in sub if human.get(it.output_id) is not None]
+        h = np.array([human[it.output_id] for it in rated], dtype=np.float64)
+        columns = {}
         for col in overall:
-            x, y, _ = _vectors(sub, col, human, human_missing)
+            x, _, _ = _vectors(sub, col, human, human_missing)
             if x.size >= 3 and stats.near_constant(x):
                 metrics[col.name] = _undefined("near-constant metric on this type")
             else:
-                metrics[col.name] = _corr(stats.pearson(x, y))
+                columns[col.name] = np.array([col.values.get(it.output_id, np.nan) for it in rated])
+        type_mode = replace(mode, bootstrap=mode.clustered)  # Pearson only: Fisher unless questions repeat
+        questions = [it.question_id for it in rated]
+        res = stats.correlations_many(
+            columns,
+            h,
+            "pearson",
+            ci="bca" if type_mode.bootstrap else "analytic",
+            n_resamples=mode.n_resamples,
+            seed=mode.seed,
+            clusters=questions if mode.clustered else None,
+        )
+        metrics.update({name: _corr_of(r) for name, r in res.items()})
+        metrics = {col.name: metrics[col.name] for col in overall}
         by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
     n_ref = sum(1 for it in items if it.human is not None)
     notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data)
@@ -379,7 +608,13 @@ def build_report(
         dataset_id=data.dataset_id,
         runs=[RunInfo(id=r.id, name=r.name, notes=run_notes(r)) for r in runs],
         notes=notes,
-        filters={"k": k, "types": types or [], "answerable": answerable, "ci": ci},
+        filters={
+            "k": k,
+            "types": types or [],
+            "answerable": answerable,
+            "ci": ci,
+            "pass_threshold": pass_threshold,
+        },
         reference_score={
             "method": settings.ratings.reference,
             "min_raters": settings.ratings.min_raters,
@@ -391,20 +626,32 @@ def build_report(
         human_ceiling=ceiling if isinstance(ceiling, float) and math.isfinite(ceiling) else None,
         analyses=analyses,
         by_type=by_type,
-        bootstrap={"method": "BCa", "paired_by": "output", "seed": seed, "n_resamples": n_resamples}
-        if ci == "bca"
+        bootstrap={
+            "method": "BCa",
+            "paired_by": "question" if mode.clustered else "output",
+            "seed": seed,
+            "n_resamples": n_resamples,
+        }
+        if mode.bootstrap
         else None,
+        n_items=len(items),
+        n_questions=n_questions,
+        pass_fail=pass_fail,
+        interval_rule=mode.rule,
     )
     statuses, report.coverage = coverage.metric_status(session, settings, run_ids, items, data.columns, k)
     return honesty.finish(report, statuses)
 
 
 def report_rows(report: ReportRead) -> list[dict[str, Any]]:
-    """One row per metric x analysis (the CSV form)."""
+    """One row per metric x analysis (the CSV form); pass/fail figures on the rows of analyses 1 and 3."""
     out = []
+    pf = {m.metric: m for m in report.pass_fail.metrics} if report.pass_fail else {}
     for a in report.analyses:
         for m in a.metrics:
             c = m.comparison
+            sc, kc = m.spearman_comparison, m.kendall_comparison
+            p = pf.get(m.metric) if a.id in (1, 3) else None
             out.append(
                 {
                     "analysis": a.id,
@@ -439,6 +686,27 @@ def report_rows(report: ReportRead) -> list[dict[str, Any]]:
                     "zou_high": c.zou_high if c else None,
                     "indistinguishable_from_best": c.indistinguishable_from_best if c else None,
                     "verdict": a.verdict,
+                    "n_questions": m.n_questions,
+                    "diff_ci_low": c.ci_low if c else None,
+                    "diff_ci_high": c.ci_high if c else None,
+                    "diff_p_method": c.p_method if c else None,
+                    "top_spearman": a.top_spearman,
+                    "spearman_diff_vs_top": sc.difference if sc else None,
+                    "spearman_diff_ci_low": sc.ci_low if sc else None,
+                    "spearman_diff_ci_high": sc.ci_high if sc else None,
+                    "spearman_holm_p": sc.holm_p if sc else None,
+                    "top_kendall": a.top_kendall,
+                    "kendall_diff_vs_top": kc.difference if kc else None,
+                    "kendall_diff_ci_low": kc.ci_low if kc else None,
+                    "kendall_diff_ci_high": kc.ci_high if kc else None,
+                    "kendall_holm_p": kc.holm_p if kc else None,
+                    "pass_fail_auc": p.auc.estimate if p else None,
+                    "pass_fail_auc_ci_low": p.auc.ci_low if p else None,
+                    "pass_fail_auc_ci_high": p.auc.ci_high if p else None,
+                    "pass_fail_threshold": p.threshold.estimate if p else None,
+                    "pass_fail_kappa": p.kappa.estimate if p else None,
+                    "pass_fail_kappa_ci_low": p.kappa.ci_low if p else None,
+                    "pass_fail_kappa_ci_high": p.kappa.ci_high if p else None,
                 }
             )
         for nc in a.not_computed:

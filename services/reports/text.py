@@ -168,7 +168,9 @@ def agreement_rows(
 def filters(f: dict[str, Any]) -> str:
     types = ", ".join(f.get("types") or []) or "all question types"
     answerable = {None: "all questions", True: "answerable questions only", False: "unanswerable only"}
-    ci = "paired BCa bootstrap CIs" if f.get("ci") == "bca" else "Fisher / Fieller CIs"
+    ci = {"bca": "paired BCa bootstrap CIs", "auto": "CIs by ci=auto"}.get(
+        f.get("ci") or "", "Fisher / Fieller CIs"
+    )
     return f"k = {f.get('k')}; {types}; {answerable.get(f.get('answerable'), 'all questions')}; {ci}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import krippendorff
 import numpy as np
@@ -158,10 +159,41 @@ def test_spearman_and_kendall_match_stats_md() -> None:
     bw = spearman(A, H, ci="bonett-wright")
     assert (bw.ci_low, bw.ci_high) == (approx(0.1932015897067347), approx(0.9310989572752215))
     assert correlation(A, H, "spearman", spearman_ci="bonett-wright") == bw
-    tau = kendall(A, H)
+    tau = kendall(A, H, ci="fieller")
     assert tau.estimate == approx(0.5117663157191589)
     assert tau.p_value == approx(0.022665530797245)
     assert (tau.ci_low, tau.ci_high) == (approx(0.10663038800093179), approx(0.7711677359606021))
+
+
+def test_kendall_tie_aware_interval_by_hand() -> None:
+    # x has tie groups {2, 2} and {4, 4, 4}: n1 = 1 + 3 = 4; y has {1, 1}, {3, 3}, {5, 5}: n2 = 3;
+    # n0 = 8 * 7 / 2 = 28, so the factor is 28 / sqrt(24 * 25) and the SE of atanh(tau) is
+    # sqrt(0.437 / (8 - 4)) times it.
+    x = [1, 2, 2, 3, 4, 4, 4, 5]
+    y = [1, 1, 2, 3, 3, 4, 5, 5]
+    factor = 28 / math.sqrt(24 * 25)
+    assert stats.kendall_tie_factor(x, y) == approx(factor)
+    tau = kendall(x, y)
+    se = math.sqrt(0.437 / 4) * factor
+    z = math.atanh(tau.estimate or 0.0)
+    assert tau.ci_method == "fieller-ties"
+    assert (tau.ci_low, tau.ci_high) == (
+        approx(math.tanh(z - 1.959963984540054 * se)),
+        approx(math.tanh(z + 1.959963984540054 * se)),
+    )
+    plain = kendall(x, y, ci="fieller")
+    assert plain.ci_low is not None and tau.ci_low is not None and tau.ci_low < plain.ci_low
+    # On D: A has no ties, H has three tied pairs (2.5, 3.5, 4.5): factor sqrt(66 / 63).
+    assert stats.kendall_tie_factor(A, H) == approx(math.sqrt(66 / 63))
+    d = kendall(A, H)
+    assert (d.ci_low, d.ci_high) == (approx(0.09596121571636368), approx(0.7755006409361062))
+    # Without ties the two intervals are one and the same.
+    assert kendall(A, B) == replace(kendall(A, B, ci="fieller"), ci_method="fieller-ties")
+
+
+def test_kendall_tie_factor_is_undefined_on_constant_input() -> None:
+    with pytest.raises(ValueError, match="undefined"):
+        stats.kendall_tie_factor([1, 1, 1], [1, 2, 3])
 
 
 def test_spearman_bca_matches_stats_md() -> None:

@@ -1,0 +1,280 @@
+"""Monte Carlo coverage of every interval a report can show, on the kind of data the service sees.
+
+Tied data (STATS.md section 2): a latent quality z ~ N(0, 1) per output; two raters each give a 1-5 rating
+cut from z + N(0, 0.6^2) at -1, -0.3, 0.4, 1.1, and the human score is their mean; a metric's latent
+zm = rho z + sqrt(1 - rho^2) e becomes clip((e^{0.8 zm} - e^{0.8 q20}) / (e^{0.8 q90} - e^{0.8 q20}), 0, 1)
+rounded to 0.01 (about 21% zeros and 10% ones). n = 50 and 100 outputs, rho = 0, 0.3, 0.6.
+
+Pooled runs: q questions answered by two runs. The second run repeats the first run's answer (same scores,
+same ratings) for half the questions; for the others it gives a new answer whose quality shares the
+question's difficulty (z = sqrt(.5) u_question + sqrt(.5) e_answer). 2q outputs, q distinct questions.
+
+Differences: two metrics on the same outputs (latent rho .6 and .3), the difference of their coefficients
+with the human score, as the report's comparison with the best metric shows it.
+
+Truths are the population values, estimated once from 3,000,000 simulated outputs (their Monte Carlo error,
+below 0.001, is negligible beside the intervals). Each cell prints coverage with its binomial Monte Carlo
+standard error; the target band is 93.5-96.5%. Bootstrap intervals use fewer replicates (each costs a
+bootstrap of --resamples draws).
+
+Usage: python bench/coverage.py [--replicates 1000] [--boot-replicates 300] [--resamples 2000]
+                                [--workers 1] [--only single,pooled,differences,passfail]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import scipy
+from numpy.typing import NDArray
+from scipy import stats as sps
+from scipy.special import ndtri
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from services import stats
+
+Array = NDArray[np.float64]
+CUTS = np.array([-1.0, -0.3, 0.4, 1.1])
+Q20, Q90 = float(ndtri(0.2)), float(ndtri(0.9))
+RHOS = (0.0, 0.3, 0.6)
+SIZES = (50, 100)
+POOLED_QUESTIONS = 50
+BAND = (0.935, 0.965)
+TRUTH_N = 3_000_000
+
+
+# ------------------------------------------------------------------------------------------- simulation
+
+
+def ratings(rng: np.random.Generator, z: Array, raters: int = 2) -> Array:
+    """Mean of ``raters`` 1-5 ratings cut from z plus rater noise."""
+    cut = [1.0 + np.searchsorted(CUTS, z + rng.normal(0.0, 0.6, z.size)) for _ in range(raters)]
+    return np.mean(cut, axis=0)
+
+
+def metric_of(zm: Array) -> Array:
+    """A judge-like score in [0, 1] piling up at 0 and 1, on a 0.01 grid."""
+    e = np.exp(0.8 * zm)
+    lo, hi = math.exp(0.8 * Q20), math.exp(0.8 * Q90)
+    return np.round(np.clip((e - lo) / (hi - lo), 0.0, 1.0), 2)
+
+
+def single(rng: np.random.Generator, n: int, rhos: Iterable[float]) -> tuple[Array, list[Array]]:
+    """Human score and one metric per rho on n independent outputs."""
+    z = rng.standard_normal(n)
+    metrics = [metric_of(r * z + math.sqrt(1 - r * r) * rng.standard_normal(n)) for r in rhos]
+    return ratings(rng, z), metrics
+
+
+def pooled(
+    rng: np.random.Generator, q: int, rhos: Iterable[float]
+) -> tuple[Array, list[Array], NDArray[np.int64]]:
+    """Two runs of q questions; half the second run's outputs repeat the first run's (scores and ratings)."""
+    u = rng.standard_normal(q)
+    z = math.sqrt(0.5) * u[None, :] + math.sqrt(0.5) * rng.standard_normal((2, q))
+    repeat = np.zeros(q, dtype=bool)
+    repeat[rng.permutation(q)[: q // 2]] = True
+    z[1, repeat] = z[0, repeat]
+    human = ratings(rng, z.ravel()).reshape(2, q)
+    human[1, repeat] = human[0, repeat]
+    metrics = []
+    for r in rhos:
+        noise = rng.standard_normal((2, q))
+        noise[1, repeat] = noise[0, repeat]
+        metrics.append(metric_of(r * z + math.sqrt(1 - r * r) * noise).ravel())
+    return human.ravel(), metrics, np.tile(np.arange(q), 2)
+
+
+# ---------------------------------------------------------------------------------------------- truths
+
+STATISTICS: dict[str, Callable[[Array, Array], float]] = {
+    "pearson": lambda x, y: float(sps.pearsonr(x, y).statistic),
+    "spearman": lambda x, y: float(sps.spearmanr(x, y).statistic),
+    "kendall": lambda x, y: float(sps.kendalltau(x, y).statistic),
+}
+
+
+@cache
+def truth(rho: float, method: str) -> float:
+    """Population coefficient of (metric, human score) at latent rho (0 exactly at rho = 0)."""
+    if rho == 0.0:
+        return 0.0
+    human, (metric,) = single(np.random.default_rng(12345), TRUTH_N, (rho,))
+    return STATISTICS[method](metric, human)
+
+
+@cache
+def truth_difference(method: str) -> float:
+    human, (m1, m2) = single(np.random.default_rng(54321), TRUTH_N, (0.6, 0.3))
+    return STATISTICS[method](m1, human) - STATISTICS[method](m2, human)
+
+
+# ------------------------------------------------------------------------------------------------ cells
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: str
+    n: int
+    rho: float
+    method: str  # coefficient
+    interval: str
+    replicates: int
+
+
+def _hit(low: float | None, high: float | None, target: float) -> int | None:
+    if low is None or high is None:
+        return None
+    return int(low <= target <= high)
+
+
+def _analytic(x: Array, h: Array, method: str, interval: str) -> tuple[float | None, float | None]:
+    if method == "pearson":
+        res = stats.pearson(x, h)
+    elif method == "spearman":
+        res = stats.spearman(x, h, ci="bonett-wright" if interval == "bonett-wright" else "fieller")
+    else:
+        res = stats.kendall(x, h, ci="fieller" if interval == "fieller" else "fieller-ties")
+    return res.ci_low, res.ci_high
+
+
+def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
+    """(cell, hits, defined replicates, mean width)."""
+    hits = defined = 0
+    widths = 0.0
+    for rep in range(cell.replicates):
+        rng = np.random.default_rng([zlib.crc32(cell.scenario.encode()), cell.n, int(cell.rho * 10), rep])
+        clusters = None
+        if cell.scenario == "single":
+            h, (x,) = single(rng, cell.n, (cell.rho,))
+            target = truth(cell.rho, cell.method)
+        elif cell.scenario == "pooled":
+            h, (x,), clusters = pooled(rng, cell.n // 2, (cell.rho,))
+            target = truth(cell.rho, cell.method)
+        else:
+            h, (x1, x2) = single(rng, cell.n, (0.6, 0.3))
+            target = truth_difference(cell.method)
+        low: float | None
+        high: float | None
+        if cell.scenario == "differences":
+            if cell.interval == "zou":
+                res = stats.compare_correlations(x1, x2, h, method="pearson", n_resamples=0)
+                low, high = res.zou_low, res.zou_high
+            else:
+                b = stats.bootstrap_difference_ci(x1, x2, h, cell.method, n_resamples=resamples, seed=rep)  # type: ignore[arg-type]
+                low, high = b.low, b.high
+        elif cell.interval in ("bca", "percentile", "bca-by-question"):
+            b = stats.bootstrap_ci(
+                x,
+                h,
+                cell.method,  # type: ignore[arg-type]
+                ci_method="percentile" if cell.interval == "percentile" else "bca",
+                n_resamples=resamples,
+                seed=rep,
+                clusters=clusters if cell.interval == "bca-by-question" else None,
+            )
+            low, high = b.low, b.high
+        else:
+            low, high = _analytic(x, h, cell.method, cell.interval)
+        hit = _hit(low, high, target)
+        if hit is not None:
+            hits += hit
+            defined += 1
+            assert low is not None and high is not None
+            widths += high - low
+    return cell, hits, defined, widths / max(defined, 1)
+
+
+def cells(args: argparse.Namespace) -> list[Cell]:
+    analytic = {
+        "pearson": ["fisher"],
+        "spearman": ["fieller", "bonett-wright"],
+        "kendall": ["fieller", "fieller-ties"],
+    }
+    out: list[Cell] = []
+    if "single" in args.only:
+        for n in SIZES:
+            for rho in RHOS:
+                for method, intervals in analytic.items():
+                    out += [Cell("single", n, rho, method, i, args.replicates) for i in intervals]
+                    out.append(Cell("single", n, rho, method, "bca", args.boot_replicates))
+    if "pooled" in args.only:
+        n = 2 * POOLED_QUESTIONS
+        for rho in RHOS:
+            for method, intervals in analytic.items():
+                # What a report would show taking the 2q outputs for independent items, then what it shows.
+                out += [Cell("pooled", n, rho, method, i, args.replicates) for i in intervals[-1:]]
+                out.append(Cell("pooled", n, rho, method, "bca", args.boot_replicates))
+                out.append(Cell("pooled", n, rho, method, "bca-by-question", args.boot_replicates))
+    if "differences" in args.only:
+        for n in SIZES:
+            out.append(Cell("differences", n, 0.0, "pearson", "zou", args.replicates))
+            for method in ("pearson", "spearman", "kendall"):
+                out.append(Cell("differences", n, 0.0, method, "bca", args.boot_replicates))
+    return out
+
+
+def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:
+    p = hits / defined if defined else float("nan")
+    se = math.sqrt(p * (1 - p) / defined) if defined else float("nan")
+    flag = "" if BAND[0] <= p <= BAND[1] else ("  LOW" if p < BAND[0] else "  HIGH")
+    undefined = cell.replicates - defined
+    extra = f"  ({undefined} undefined)" if undefined else ""
+    rho = "" if cell.scenario == "differences" else f"{cell.rho:>4.1f}"
+    return (
+        f"{cell.scenario:<12}{cell.n:>5}{rho:>6}  {cell.method:<9}{cell.interval:<16}{defined:>6}"
+        f"{p:>9.3f} ± {se:.3f}{width:>8.3f}{flag}{extra}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--replicates", type=int, default=1000, help="data sets per analytic cell")
+    parser.add_argument("--boot-replicates", type=int, default=300, help="data sets per bootstrap cell")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (the report's)")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--only", default="single,pooled,differences,passfail")
+    args = parser.parse_args()
+    args.only = set(args.only.split(","))
+    start = time.perf_counter()
+    todo = cells(args)
+    # Truths first, in this process, so that workers inherit none of the work twice.
+    for cell in todo:
+        if cell.scenario == "differences":
+            truth_difference(cell.method)
+        else:
+            truth(cell.rho, cell.method)
+    print(f"numpy {np.__version__}, scipy {scipy.__version__}")
+    print(
+        f"coverage of 95% intervals; ± is the Monte Carlo SE; band {BAND[0]:.3f}-{BAND[1]:.3f}; "
+        f"bootstrap: {args.resamples} resamples"
+    )
+    print(
+        f"{'scenario':<12}{'n':>5}{'rho':>6}  {'coef':<9}{'interval':<16}{'reps':>6}{'coverage':>9}"
+        f"{'':8}{'width':>8}"
+    )
+    if args.workers > 1:
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            results = list(pool.map(run_cell, todo, [args.resamples] * len(todo)))
+    else:
+        results = [run_cell(cell, args.resamples) for cell in todo]
+    for cell, hits, defined, width in results:
+        print(_fmt(cell, hits, defined, width))
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Report intervals: resampling by question on pooled runs, comparisons for every coefficient, ci=auto."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from numpy.typing import NDArray
+from scipy import stats as sps
+
+from tests.integration.test_reports import R1, R2, A, B, study
+
+H = (np.array(R1, dtype=float) + np.array(R2, dtype=float)) / 2
+STAT: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], float]] = {
+    "pearson": lambda x, y: float(sps.pearsonr(x, y).statistic),
+    "spearman": lambda x, y: float(sps.spearmanr(x, y).statistic),
+    "kendall": lambda x, y: float(sps.kendalltau(x, y).statistic),
+}
+
+
+def _copy_run(client: TestClient, ds: int, name: str = "copy") -> int:
+    """A second run whose outputs, ratings and scores repeat the study's first run exactly."""
+    run = client.post(f"/datasets/{ds}/runs", json={"name": name}).json()["id"]
+    outs = [{"question_id": f"q{i}", "answer": f"answer {i}"} for i in range(12)]
+    assert client.post(f"/runs/{run}/outputs", json=outs).status_code == 200
+    ratings = [
+        {"question_id": f"q{i}", "rater": n, "score": r[i]}
+        for n, r in (("rater1", R1), ("rater2", R2))
+        for i in range(12)
+    ]
+    assert client.post(f"/runs/{run}/ratings", json=ratings).status_code == 200
+    scores = [{"question_id": f"q{i}", "metric": "external.a", "value": A[i]} for i in range(12)]
+    scores += [{"question_id": f"q{i}", "metric": "external.b", "value": B[i]} for i in range(12)]
+    assert client.post(f"/runs/{run}/scores", json=scores).status_code == 200
+    return int(run)
+
+
+def _row(report: dict[str, Any], metric: str) -> dict[str, Any]:
+    return next(m for m in report["analyses"][0]["metrics"] if m["metric"] == metric)
+
+
+def test_two_identical_runs_pooled_give_the_width_of_one_run(client: TestClient) -> None:
+    ds, run = study(client)
+    run2 = _copy_run(client, ds)
+    params = {"ci": "bca", "n_resamples": 1000, "seed": 1}
+    one = client.get(f"/runs/{run}/report", params=params).json()
+    pooled = client.get("/report", params={"runs": f"{run},{run2}", **params}).json()
+    assert (pooled["n_items"], pooled["n_questions"]) == (24, 12)
+    assert (one["n_items"], one["n_questions"]) == (12, 12)
+    assert pooled["bootstrap"]["paired_by"] == "question" and one["bootstrap"]["paired_by"] == "output"
+    assert "12 distinct questions" in pooled["interval_rule"]
+    for metric in ("external.a", "external.b"):
+        a1, a2 = _row(one, metric), _row(pooled, metric)
+        assert (a2["n"], a2["n_questions"]) == (24, 12)
+        for method in ("pearson", "spearman", "kendall"):
+            c1, c2 = a1[method], a2[method]
+            assert c2["estimate"] == pytest.approx(c1["estimate"], abs=1e-12)
+            assert (c2["ci_low"], c2["ci_high"]) == (
+                pytest.approx(c1["ci_low"], abs=1e-9),
+                pytest.approx(c1["ci_high"], abs=1e-9),
+            ), (metric, method)
+            assert c2["p_method"] == "cluster bootstrap" and c1["p_method"] == "scipy"
+    comp1, comp2 = (
+        _row(one, "external.b")["spearman_comparison"],
+        _row(pooled, "external.b")["spearman_comparison"],
+    )
+    assert (comp2["ci_low"], comp2["ci_high"]) == (
+        pytest.approx(comp1["ci_low"], abs=1e-9),
+        pytest.approx(comp1["ci_high"], abs=1e-9),
+    )
+    # Pearson's Williams test assumes independent outputs: on pooled runs the comparison is bootstrapped.
+    pearson2 = _row(pooled, "external.b")["comparison"]
+    assert pearson2["williams_p"] is None and pearson2["p_method"] == "bootstrap"
+
+
+def test_pooled_fisher_request_is_replaced_by_the_question_bootstrap(client: TestClient) -> None:
+    ds, run = study(client)
+    run2 = _copy_run(client, ds)
+    single = client.get(f"/runs/{run}/report").json()
+    pooled = client.get("/report", params={"runs": f"{run},{run2}", "n_resamples": 1000}).json()
+    a1, a2 = _row(single, "external.a")["pearson"], _row(pooled, "external.a")["pearson"]
+    assert a1["ci_method"] == "fisher" and a2["ci_method"] == "bca"
+    # Treating the 24 outputs as independent would give Fisher's n = 24 interval, much narrower than n = 12.
+    fisher_24 = np.tanh(np.arctanh(a1["estimate"]) + np.array([-1, 1]) * 1.959964 / np.sqrt(21))
+    assert a2["ci_high"] - a2["ci_low"] > 1.3 * (fisher_24[1] - fisher_24[0])
+    assert pooled["by_type"][0]["metrics"]["external.a"]["p_method"] == "cluster bootstrap"
+
+
+def _scipy_difference(
+    a: NDArray[np.float64], b: NDArray[np.float64], method: str, n_resamples: int = 2000
+) -> tuple[float, float]:
+    stat = STAT[method]
+    res = sps.bootstrap(
+        (a, b, H),
+        lambda x, y, h: stat(x, h) - stat(y, h),
+        paired=True,
+        vectorized=False,
+        method="BCa",
+        n_resamples=n_resamples,
+        rng=np.random.default_rng(0),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall"])
+def test_rank_comparisons_against_scipy(client: TestClient, method: str) -> None:
+    _, run = study(client)
+    report = client.get(f"/runs/{run}/report").json()
+    a1 = report["analyses"][0]
+    best = a1[f"top_{method}"]
+    assert best == ("external.a" if STAT[method](A, H) > STAT[method](B, H) else "external.b")
+    other = "external.b" if best == "external.a" else "external.a"
+    x, y = (A, B) if best == "external.a" else (B, A)
+    comp = _row(report, other)[f"{method}_comparison"]
+    assert comp["best"] == best and comp["method"] == method and comp["n"] == 12
+    assert comp["difference"] == pytest.approx(STAT[method](x, H) - STAT[method](y, H), abs=1e-12)
+    low, high = _scipy_difference(x, y, method)
+    assert (comp["ci_low"], comp["ci_high"]) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    assert comp["ci_method"] == "bca" and comp["p_method"] == "bootstrap"
+    # one comparison in the family: Holm leaves its p alone
+    assert comp["holm_p"] == pytest.approx(comp["p_value"])
+    assert comp["indistinguishable_from_best"] is (comp["p_value"] >= 0.05)
+    assert _row(report, best)[f"{method}_comparison"] is None
+
+
+def test_bca_report_exposes_the_bootstrap_difference_of_pearson(client: TestClient) -> None:
+    _, run = study(client)
+    fisher = _row(client.get(f"/runs/{run}/report").json(), "external.b")["comparison"]
+    assert fisher["bootstrap_low"] is None and fisher["p_method"] == "williams"
+    params = {"ci": "bca", "n_resamples": 9999}
+    bca = _row(client.get(f"/runs/{run}/report", params=params).json(), "external.b")["comparison"]
+    low, high = _scipy_difference(A, B, "pearson", 9999)
+    assert (bca["bootstrap_low"], bca["bootstrap_high"]) == (
+        pytest.approx(low, abs=1e-9),
+        pytest.approx(high, abs=1e-9),
+    )
+    # STATS.md section 3: on D, r(A,H) - r(B,H) BCa is about (-0.236, 0.525)
+    assert (low, high) == (pytest.approx(-0.236, abs=0.03), pytest.approx(0.525, abs=0.03))
+    assert bca["williams_p"] == pytest.approx(0.6351519788567549)  # Williams stays the tested test
+    assert 0 < bca["bootstrap_p"] <= 1
+
+
+def test_ci_auto_states_its_rule(client: TestClient) -> None:
+    ds, run = study(client)
+    single = client.get(f"/runs/{run}/report", params={"ci": "auto"}).json()
+    assert single["interval_rule"].startswith("ci=auto: every output is its own question")
+    assert _row(single, "external.a")["pearson"]["ci_method"] == "fisher"
+    assert _row(single, "external.a")["kendall"]["ci_method"] == "fieller-ties"
+    run2 = _copy_run(client, ds)
+    pooled = client.get("/report", params={"runs": f"{run},{run2}", "ci": "auto", "n_resamples": 500}).json()
+    assert pooled["interval_rule"].startswith("ci=auto: 24 outputs come from 12 distinct questions")
+    assert client.get(f"/runs/{run}/report", params={"ci": "delong"}).status_code == 422
+
+
+def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score, roc_curve
+
+    _, run = study(client)
+    report = client.get(f"/runs/{run}/report").json()
+    pf = report["pass_fail"]
+    assert pf["human_threshold"] == 4.0 and "upper half of the rubric 1..5" in pf["threshold_rule"]
+    rows = {m["metric"]: m for m in pf["metrics"]}
+    y = (H >= 4).astype(int)
+    for name, x in (("external.a", A), ("external.b", B)):
+        row = rows[name]
+        x = np.asarray(x)
+        fpr, tpr, thr = roc_curve(y, x, drop_intermediate=False)
+        best = 1 + int(np.argmax((tpr - fpr)[1:]))
+        pred = (x >= thr[best]).astype(int)
+        assert row["auc"]["estimate"] == pytest.approx(roc_auc_score(y, x), abs=1e-12)
+        assert row["threshold"]["estimate"] == pytest.approx(thr[best], abs=1e-12)
+        assert row["kappa"]["estimate"] == pytest.approx(cohen_kappa_score(y, pred), abs=1e-12)
+        assert row["confusion"] == confusion_matrix(y, pred, labels=[0, 1]).tolist()
+        assert (row["n"], row["n_pass"], row["n_fail"]) == (12, 4, 8)
+        assert row["auc"]["ci_low"] is not None and row["auc"]["ci_method"] == "bca"
+    assert "near-constant" in rows["external.flat"]["undefined_reason"]
+    # a threshold set by the request
+    other = client.get(f"/runs/{run}/report", params={"pass_threshold": 3}).json()["pass_fail"]
+    assert other["human_threshold"] == 3 and "set by the request" in other["threshold_rule"]
+    assert client.get(f"/runs/{run}/report", params={"pass_threshold": "nan"}).status_code == 422
+    page = client.get(f"/runs/{run}/report.html").text
+    assert "Pass/fail alignment" in page and "ROC AUC" in page
+    csv = client.get(f"/runs/{run}/report", params={"format": "csv"}).text
+    assert "pass_fail_auc" in csv.splitlines()[0]

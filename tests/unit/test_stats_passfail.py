@@ -1,0 +1,159 @@
+"""Pass/fail alignment (STATS.md section 9) against scikit-learn on the same data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+from scipy import stats as sps
+from sklearn.metrics import (
+    accuracy_score,
+    cohen_kappa_score,
+    confusion_matrix,
+    precision_score,
+    recall_score,
+    roc_auc_score,
+    roc_curve,
+)
+
+from services import stats
+from services.stats import default_pass_threshold, pass_fail
+
+A = np.array([0.35, 0.20, 0.60, 0.45, 0.30, 0.75, 0.55, 0.90, 0.65, 0.50, 0.15, 0.40])
+H = (
+    np.array([1, 2, 2, 3, 3, 4, 4, 5, 5, 3, 2, 4], dtype=float)
+    + np.array([1, 1, 3, 3, 4, 4, 5, 5, 4, 2, 2, 3], dtype=float)
+) / 2
+
+
+def _sklearn(score: NDArray[np.float64], y: NDArray[np.int64]) -> dict[str, object]:
+    fpr, tpr, thr = roc_curve(y, score, drop_intermediate=False)
+    best = 1 + int(np.argmax((tpr - fpr)[1:]))  # thresholds[0] is +inf: nothing passes
+    pred = (score >= thr[best]).astype(int)
+    return {
+        "auc": roc_auc_score(y, score),
+        "threshold": thr[best],
+        "youden_j": (tpr - fpr)[best],
+        "kappa": cohen_kappa_score(y, pred),
+        "accuracy": accuracy_score(y, pred),
+        "precision": precision_score(y, pred),
+        "recall": recall_score(y, pred),
+        "confusion": confusion_matrix(y, pred, labels=[0, 1]).tolist(),
+    }
+
+
+def test_default_threshold_is_the_upper_half_of_the_rubric() -> None:
+    assert default_pass_threshold(1, 5) == 4
+    assert default_pass_threshold(-2, 2) == 1
+    assert default_pass_threshold(1, 10) == 6
+    assert default_pass_threshold(0, 1) == 1
+
+
+def test_data_set_d_equals_scikit_learn() -> None:
+    res = pass_fail(A, H, 4.0, n_resamples=500, seed=0)
+    y = (H >= 4).astype(int)
+    want = _sklearn(A, y)
+    assert (res.n, res.n_pass, res.n_fail) == (12, 4, 8)
+    for name in ("auc", "threshold", "youden_j", "kappa", "accuracy", "precision", "recall"):
+        assert getattr(res, name).estimate == pytest.approx(want[name], abs=1e-12), name
+    assert [list(r) for r in res.confusion or ()] == want["confusion"]
+    # every interval holds its estimate (AUC: BCa; the rest: percentile of the re-chosen threshold)
+    assert res.auc.ci_method == "bca" and res.kappa.ci_method == "percentile"
+    for name in ("auc", "kappa", "accuracy", "recall"):
+        fig = getattr(res, name)
+        assert fig.ci_low is not None and fig.ci_low <= fig.estimate <= fig.ci_high, name
+
+
+def test_lower_is_better_metric_flips_the_decision() -> None:
+    up = pass_fail(A, H, 4.0, n_resamples=300, seed=1)
+    down = pass_fail(-A, H, 4.0, higher_is_better=False, n_resamples=300, seed=1)
+    assert down.auc.estimate == pytest.approx(up.auc.estimate)
+    assert down.kappa == up.kappa and down.confusion == up.confusion
+    assert down.threshold.estimate == pytest.approx(-(up.threshold.estimate or 0))
+    assert down.threshold.ci_low == pytest.approx(-(up.threshold.ci_high or 0))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=6, max_size=30),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_resample_kernel_equals_scikit_learn(values: list[tuple[int, bool]], seed: int) -> None:
+    # Every figure on every resample (tied scores, any class balance) equals scikit-learn on that resample.
+    score = np.array([v[0] / 6 for v in values])
+    passed = np.array([v[1] for v in values])
+    kernel = stats._PassFailKernel(score, passed)
+    idx = np.random.default_rng(seed).integers(0, score.size, size=(4, score.size))
+    got = kernel.resample(stats._resample_counts(idx))
+    for row, draw in zip(got, idx, strict=True):
+        y = passed[draw].astype(int)
+        if y.min() == y.max():
+            assert np.isnan(row).all()
+            continue
+        want = _sklearn(score[draw], y)
+        expected = [want[k] for k in ("auc", "threshold", "youden_j", "kappa", "accuracy", "recall")]
+        np.testing.assert_allclose(row[[0, 1, 2, 3, 4, 6]], expected, rtol=0, atol=1e-12)  # type: ignore[arg-type]
+        assert row[5] == pytest.approx(want["precision"], abs=1e-12)
+
+
+def test_auc_interval_equals_scipy_bootstrap_of_roc_auc_score() -> None:
+    rng = np.random.default_rng(3)
+    human = np.clip(np.round(3 + rng.normal(size=60)), 1, 5)
+    metric = np.round(0.2 * human + rng.normal(0, 0.5, 60), 1)
+    y = (human >= 4).astype(int)
+    res = pass_fail(metric, human, 4.0, n_resamples=1000, seed=7)
+    ref = sps.bootstrap(
+        (metric, y),
+        lambda m, t: roc_auc_score(t, m),
+        paired=True,
+        vectorized=False,
+        method="BCa",
+        n_resamples=1000,
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    assert (res.auc.ci_low, res.auc.ci_high) == (
+        pytest.approx(float(ref.low), abs=1e-9),
+        pytest.approx(float(ref.high), abs=1e-9),
+    )
+
+
+def test_threshold_is_rechosen_inside_resamples() -> None:
+    # With the threshold fixed at the data's optimum the kappa interval would ignore how much that optimum
+    # moves: the re-chosen threshold's own interval must be wider than a point.
+    rng = np.random.default_rng(5)
+    human = np.clip(np.round(3 + rng.normal(size=80)), 1, 5)
+    metric = np.round(0.3 * human + rng.normal(0, 0.6, 80), 2)
+    res = pass_fail(metric, human, 4.0, n_resamples=800, seed=0)
+    assert res.threshold.ci_low is not None and res.threshold.ci_high is not None
+    assert res.threshold.ci_high - res.threshold.ci_low > 0.1
+
+
+def test_clustered_copy_gives_the_interval_of_one_run() -> None:
+    one = pass_fail(A, H, 4.0, n_resamples=600, seed=2)
+    two = pass_fail(
+        np.tile(A, 2), np.tile(H, 2), 4.0, n_resamples=600, seed=2, clusters=np.tile(np.arange(12), 2)
+    )
+    assert two.n_clusters == 12 and two.n == 24
+    for name in ("auc", "kappa", "accuracy"):
+        a, b = getattr(one, name), getattr(two, name)
+        if a.ci_low is None:
+            assert b.ci_low is None
+            continue
+        assert (b.ci_low, b.ci_high) == (
+            pytest.approx(a.ci_low, abs=1e-9),
+            pytest.approx(a.ci_high, abs=1e-9),
+        )
+
+
+def test_undefined_cases() -> None:
+    few = pass_fail(A, np.where(np.arange(12) == 0, 5.0, 1.0), 4.0)
+    assert few.undefined_reason is not None and "2 passes" in few.undefined_reason
+    assert few.auc.estimate is None and few.confusion is None
+    flat = pass_fail(np.ones(12), H, 4.0)
+    assert flat.undefined_reason == "constant metric"
+    gappy = pass_fail(np.where(np.arange(12) < 2, np.nan, A), H, 4.0, n_resamples=200)
+    assert gappy.n == 10
+    with pytest.raises(ValueError):
+        pass_fail(A, H[:5], 4.0)

@@ -1,0 +1,208 @@
+"""Cluster bootstrap (resampling questions), bootstrap p-values and many differences from one reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from scipy import stats as sps
+from scipy.special import ndtr, ndtri
+
+from services import stats
+from services.stats import bootstrap_ci, bootstrap_differences_many, bootstrap_p_value
+
+A = np.array([0.35, 0.20, 0.60, 0.45, 0.30, 0.75, 0.55, 0.90, 0.65, 0.50, 0.15, 0.40])
+B = np.array([0.50, 0.45, 0.30, 0.60, 0.55, 0.40, 0.70, 0.65, 0.80, 0.35, 0.25, 0.75])
+H = (
+    np.array([1, 2, 2, 3, 3, 4, 4, 5, 5, 3, 2, 4], dtype=float)
+    + np.array([1, 1, 3, 3, 4, 4, 5, 5, 4, 2, 2, 3], dtype=float)
+) / 2
+METHODS: tuple[stats.CorrMethod, ...] = ("pearson", "spearman", "kendall")
+REFERENCE: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], float]] = {
+    "pearson": lambda x, y: float(sps.pearsonr(x, y).statistic),
+    "spearman": lambda x, y: float(sps.spearmanr(x, y).statistic),
+    "kendall": lambda x, y: float(sps.kendalltau(x, y).statistic),
+}
+
+
+def _pooled_study(seed: int = 4, q: int = 40) -> tuple[NDArray[np.float64], ...]:
+    """Two runs of q questions: half the second run's answers repeat the first run's (same scores)."""
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(size=(2, q))
+    quality[1, : q // 2] = quality[0, : q // 2]
+    human = np.clip(np.round(3 + quality + rng.normal(0, 0.5, (2, q))), 1, 5)
+    human[1, : q // 2] = human[0, : q // 2]
+    metric = np.round(0.5 * quality + rng.normal(0, 0.8, (2, q)), 1)
+    metric[1, : q // 2] = metric[0, : q // 2]
+    questions = np.tile(np.arange(q), 2)
+    return metric.ravel(), human.ravel(), questions
+
+
+# ------------------------------------------------------------------------------------- cluster bootstrap
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["bca", "percentile"])
+def test_two_identical_runs_give_the_interval_of_one(method: stats.CorrMethod, kind: str) -> None:
+    one = bootstrap_ci(A, H, method, ci_method=kind, n_resamples=1500, seed=3)  # type: ignore[arg-type]
+    twice = bootstrap_ci(
+        np.tile(A, 2),
+        np.tile(H, 2),
+        method,
+        ci_method=kind,  # type: ignore[arg-type]
+        n_resamples=1500,
+        seed=3,
+        clusters=np.tile(np.arange(12), 2),
+    )
+    assert one.low is not None and twice.low is not None and one.high is not None and twice.high is not None
+    assert (twice.low, twice.high) == (pytest.approx(one.low, abs=1e-9), pytest.approx(one.high, abs=1e-9))
+    assert (twice.n, twice.n_clusters, one.n_clusters) == (24, 12, None)
+    # Resampling the 24 outputs one by one is what the cluster bootstrap prevents: a falsely narrow interval.
+    naive = bootstrap_ci(np.tile(A, 2), np.tile(H, 2), method, ci_method=kind, n_resamples=1500, seed=3)  # type: ignore[arg-type]
+    assert naive.low is not None and naive.high is not None
+    assert naive.high - naive.low < 0.85 * (one.high - one.low)
+
+
+def test_singleton_clusters_are_the_item_bootstrap() -> None:
+    plain = bootstrap_ci(A, H, "spearman", n_resamples=999, seed=1)
+    labelled = bootstrap_ci(A, H, "spearman", n_resamples=999, seed=1, clusters=[f"q{i}" for i in range(12)])
+    assert labelled == plain
+
+
+def _naive_cluster_bca(
+    x: NDArray[np.float64],
+    h: NDArray[np.float64],
+    clusters: NDArray[np.int64],
+    method: str,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, float]:
+    """The cluster BCa interval written out: a loop over resamples and left-out clusters, scipy statistics."""
+    stat = REFERENCE[method]
+    labels = np.unique(clusters)
+    members = [np.flatnonzero(clusters == c) for c in labels]
+    rng = np.random.default_rng(seed)
+    theta = stat(x, h)
+    boot = []
+    for draw in rng.integers(0, labels.size, size=(n_resamples, labels.size)):
+        idx = np.concatenate([members[c] for c in draw])
+        boot.append(stat(x[idx], h[idx]) if np.ptp(x[idx]) and np.ptp(h[idx]) else np.nan)
+    tb = np.array(boot)
+    jack = np.array([stat(x[clusters != c], h[clusters != c]) for c in labels])
+    z0 = ndtri((np.mean(tb < theta) + np.mean(tb <= theta)) / 2)
+    u = (jack.size - 1) * (jack.mean() - jack)
+    a = (u**3).sum() / 6 / ((u**2).sum()) ** 1.5
+    za = ndtri(0.025)
+    p = [ndtr(z0 + (z0 + zz) / (1 - a * (z0 + zz))) for zz in (za, -za)]
+    low, high = np.quantile(tb, p)
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_cluster_bca_equals_a_loop_over_clusters(method: stats.CorrMethod) -> None:
+    metric, human, questions = _pooled_study()
+    got = bootstrap_ci(metric, human, method, n_resamples=800, seed=9, clusters=questions)
+    low, high = _naive_cluster_bca(metric, human, questions, method, 800, 9)
+    assert (got.low, got.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    assert got.n_clusters == 40
+
+
+def test_cluster_bootstrap_drops_incomplete_items_before_counting_clusters() -> None:
+    metric, human, questions = _pooled_study()
+    metric = metric.copy()
+    metric[np.isin(questions, [0, 1])] = np.nan  # both outputs of two questions unscored
+    got = bootstrap_ci(metric, human, n_resamples=300, seed=0, clusters=questions)
+    assert (got.n, got.n_clusters) == (76, 38)
+
+
+def test_too_few_clusters_is_undefined() -> None:
+    got = bootstrap_ci([0.1, 0.5, 0.2, 0.9], [1, 3, 2, 4], n_resamples=100, clusters=[0, 0, 1, 1])
+    assert got.low is None and got.undefined_reason is not None and "clusters" in got.undefined_reason
+
+
+def test_clusters_must_label_every_item() -> None:
+    with pytest.raises(ValueError, match="one label per item"):
+        bootstrap_ci(A, H, clusters=[0, 1])
+
+
+# ----------------------------------------------------------------------------------------- p-values
+
+
+def test_percentile_p_value_is_the_share_beyond_the_null() -> None:
+    tb = np.array([-0.2, 0.1, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    # 1 of 8 below 0: two-sided p = 2 * 1/8
+    assert bootstrap_p_value(tb, 0.5) == pytest.approx(0.25)
+    assert bootstrap_p_value(tb + 1, 1.5) == pytest.approx(2 * 0.5 / 8)  # beyond every resample
+
+
+@pytest.mark.parametrize("kind", ["percentile", "bca"])
+def test_p_value_inverts_the_interval(kind: str) -> None:
+    # At confidence 1 - p the interval of the same kind has 0 as one of its limits.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=30)
+    h = 0.9 * x + rng.normal(size=30)
+    kernel = stats._kernel("pearson", x[None, :], h)
+    units = stats._units(None, np.ones(30, dtype=bool))
+    tb = stats._bootstrap_distribution(kernel, units, 4000, 0, 10**6)[0]
+    jack = kernel.jackknife()[0] if kind == "bca" else None
+    theta = REFERENCE["pearson"](x, h)
+    p = bootstrap_p_value(tb, theta, jack)
+    assert p is not None and 0.001 < p < 0.5
+    limits = stats._interval(tb, theta, jack, 1 - p)
+    assert not isinstance(limits, str)
+    spacing = float(np.max(np.diff(np.sort(tb))))
+    assert min(abs(limits[0]), abs(limits[1])) <= spacing
+    # and the bootstrap CI object carries the same p
+    res = bootstrap_ci(x, h, ci_method=kind, n_resamples=4000, seed=0)  # type: ignore[arg-type]
+    assert res.p_value == pytest.approx(p, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- differences from a reference
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_differences_many_equal_single_scipy_calls(method: stats.CorrMethod) -> None:
+    rng = np.random.default_rng(2)
+    human = np.round(rng.normal(3, 1, 50) * 2) / 2
+    ref = human + rng.normal(size=50)
+    others = {f"m{j}": 0.5 * j * human + rng.normal(size=50) for j in range(3)}
+    gappy = others["m1"].copy()
+    gappy[[4, 7]] = np.nan
+    others["gappy"] = gappy
+    stat = REFERENCE[method]
+    got = bootstrap_differences_many(ref, others, human, method, n_resamples=600, seed=4)
+    for name, x in others.items():
+        keep = np.isfinite(x)
+        res = sps.bootstrap(
+            (ref[keep], x[keep], human[keep]),
+            lambda a, b, h: stat(a, h) - stat(b, h),
+            paired=True,
+            vectorized=False,
+            method="BCa",
+            n_resamples=600,
+            rng=np.random.default_rng(4),
+        )
+        ci = res.confidence_interval
+        assert (got[name].low, got[name].high) == (
+            pytest.approx(float(ci.low), abs=1e-9),
+            pytest.approx(float(ci.high), abs=1e-9),
+        ), name
+    assert got["gappy"].n == 48
+
+
+def test_cluster_differences_of_two_identical_runs_equal_one_run() -> None:
+    one = bootstrap_differences_many(A, {"B": B}, H, "spearman", n_resamples=700, seed=0)["B"]
+    two = bootstrap_differences_many(
+        np.tile(A, 2),
+        {"B": np.tile(B, 2)},
+        np.tile(H, 2),
+        "spearman",
+        n_resamples=700,
+        seed=0,
+        clusters=np.tile(np.arange(12), 2),
+    )["B"]
+    assert one.low is not None and one.high is not None
+    assert (two.low, two.high) == (pytest.approx(one.low, abs=1e-9), pytest.approx(one.high, abs=1e-9))
+    assert two.p_value == pytest.approx(one.p_value)
