@@ -169,7 +169,8 @@ class DependentComparison:
 
 @dataclass(frozen=True, slots=True)
 class AlphaResult:
-    """Krippendorff's alpha at one level of measurement, with an item-bootstrap percentile interval."""
+    """Krippendorff's alpha at one level of measurement, with an item-bootstrap percentile interval (ordinal
+    level only: the others report n_resamples = n_resamples_undefined = 0)."""
 
     level: AlphaLevel
     estimate: float | None
@@ -184,7 +185,8 @@ class AlphaResult:
 
 @dataclass(frozen=True, slots=True)
 class IccResult:
-    """One intraclass correlation from pingouin; its CI95 is rounded to 2 decimals by pingouin."""
+    """One intraclass correlation from pingouin, with pingouin's interval at full precision (pingouin itself
+    rounds it to 2 decimals)."""
 
     kind: str
     estimate: float | None
@@ -1545,7 +1547,9 @@ def _alpha_results(
         estimate = estimates[level]
         reason = None if estimate is not None else "every rating has the same value"
         values = np.array(boot[level])
-        n_undefined = n_resamples - values.size if n_items >= 2 else n_resamples
+        # Only the ordinal level is resampled: the others ran no bootstrap and count no resample.
+        drawn = n_resamples if level == "ordinal" else 0
+        n_undefined = drawn - values.size if n_items >= 2 else drawn
         low = high = None
         ci_reason: str | None = None
         if n_resamples == 0:
@@ -1558,10 +1562,48 @@ def _alpha_results(
             ci_reason = f"alpha undefined in {n_undefined} of {n_resamples} item resamples"
         else:
             low, high = (float(v) for v in np.quantile(values, [alpha, 1 - alpha]))
-        out[level] = AlphaResult(
-            level, estimate, low, high, n_items, n_resamples, n_undefined, reason, ci_reason
-        )
+        out[level] = AlphaResult(level, estimate, low, high, n_items, drawn, n_undefined, reason, ci_reason)
     return out
+
+
+def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tuple[float, float]]:
+    """The McGraw & Wong (1996) intervals pingouin.intraclass_corr computes, at full precision.
+
+    pingouin rounds its CI95 column to two decimals; these are its formulas (two-way ANOVA mean squares of
+    the complete raters x items matrix, F quantiles, Satterthwaite df for the absolute-agreement case).
+    """
+    from scipy.stats import f
+
+    k, n = data.shape
+    x = data.T  # items x raters
+    grand = float(x.mean())
+    ssb = k * float(((x.mean(axis=1) - grand) ** 2).sum())
+    ssj = n * float(((x.mean(axis=0) - grand) ** 2).sum())
+    sse = float(((x - grand) ** 2).sum()) - ssb - ssj
+    df1, df1kd, df2kd = n - 1, n * (k - 1), (n - 1) * (k - 1)
+    msb, msj, mse = ssb / df1, ssj / (k - 1), sse / df2kd
+    msw = (ssj + sse) / df1kd
+    q = 1 - (1 - confidence) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1k, f3k = msb / msw, msb / mse
+        f1l, f1u = f1k / f.ppf(q, df1, df1kd), f1k * f.ppf(q, df1kd, df1)
+        f3l, f3u = f3k / f.ppf(q, df1, df2kd), f3k * f.ppf(q, df2kd, df1)
+        icc2 = (msb - mse) / (msb + (k - 1) * mse + k * (msj - mse) / n)
+        fj = msj / mse
+        vn = df2kd * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        vd = df1 * k**2 * icc2**2 * fj**2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        v = vn / vd
+        f2u, f2l = f.ppf(q, n - 1, v), f.ppf(q, v, n - 1)
+        l2 = n * (msb - f2u * mse) / (f2u * (k * msj + (k * n - k - n) * mse) + n * msb)
+        u2 = n * (f2l * msb - mse) / (k * msj + (k * n - k - n) * mse + n * f2l * msb)
+        return {
+            "ICC(1,1)": ((f1l - 1) / (f1l + (k - 1)), (f1u - 1) / (f1u + (k - 1))),
+            "ICC(A,1)": (l2, u2),
+            "ICC(C,1)": ((f3l - 1) / (f3l + (k - 1)), (f3u - 1) / (f3u + (k - 1))),
+            "ICC(1,k)": (1 - 1 / f1l, 1 - 1 / f1u),
+            "ICC(A,k)": (l2 * k / (1 + l2 * (k - 1)), u2 * k / (1 + u2 * (k - 1))),
+            "ICC(C,k)": (1 - 1 / f3l, 1 - 1 / f3u),
+        }
 
 
 def _icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccResult], str | None]:
@@ -1581,11 +1623,12 @@ def _icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccR
         }
     )
     table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    intervals = _icc_intervals(data)
     out: dict[str, IccResult] = {}
     for row in table.itertuples(index=False):
         kind = str(row.Type)
         value = float(row.ICC)
-        ci = [float(v) for v in row.CI95]
+        ci = [float(v) for v in intervals[kind]]
         finite = math.isfinite(value)
         out[kind] = IccResult(
             kind,

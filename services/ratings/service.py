@@ -94,6 +94,7 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
 def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportReport:
     """Upsert ratings of a run's outputs.
 
+    A row without a rubric is on the run's rubric (the batch's, for a run not rated yet; else the default).
     Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
     one output by one rater in the batch, or a rubric other than the one the run is already rated with.
     """
@@ -104,6 +105,15 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     run_rubrics = repo.rubric_names_of_run(run_id)
 
     good, errors = validate_rows(rows, RatingIn)
+    # A row that names no rubric is on the run's rubric (or, for a run not rated yet, the one rubric the
+    # batch names); the default 1-5 rubric only when there is neither.
+    named = {item.rubric for _, item in good if item.rubric and item.rubric in rubrics}
+    if len(run_rubrics) == 1:
+        implied = next(iter(run_rubrics))
+    elif not run_rubrics and len(named) == 1:
+        implied = next(iter(named))
+    else:
+        implied = default.name
     # Only what this batch names is read: the cost of a small batch does not grow with the run.
     targets = RunRepository(session).output_ids_by_question(
         run.dataset_id, run_id, {item.question_id for _, item in good}
@@ -111,7 +121,7 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
     resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
     for row, item in good:
-        rubric_name = item.rubric or default.name
+        rubric_name = item.rubric or implied
         rubric = rubrics.get(rubric_name)
         rater = raters.get(item.rater)
         target = targets.get(item.question_id)

@@ -195,8 +195,8 @@ def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, 
         return IntervalMode(ci, True, True, n_resamples, seed, rule)
     analytic = (
         "Fisher (Pearson), Fieller (Spearman) and Fieller with the tie correction (Kendall) intervals, scipy "
-        "p-values; comparisons with the top metric: Williams' t and Zou's interval (Pearson), paired bootstrap "
-        f"(Spearman, Kendall; {boot})."
+        "p-values; comparisons with the top metric: Williams' t and Zou's interval (Pearson), paired "
+        f"bootstrap (Spearman, Kendall; {boot})."
     )
     if ci == "bca":
         rule = f"Paired bootstrap over outputs ({boot}) for every interval; scipy p-values."

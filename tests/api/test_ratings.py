@@ -99,6 +99,30 @@ def test_one_rubric_per_run(client: TestClient) -> None:
     assert body["items"][0]["field"] == "rubric"
 
 
+def test_rows_without_rubric_are_on_the_runs_rubric(client: TestClient) -> None:
+    run = rated_run(client)
+    client.post("/rubrics", json={"name": "pref", "min": -2, "max": 2})
+    first = [{"question_id": "q1", "rater": "alice", "score": -2, "rubric": "pref"}]
+    assert client.post(f"/runs/{run}/ratings", json=first).status_code == 200
+    # No rubric named: the run's -2..2 rubric, not the default 1..5 (where -1 would be out of scale).
+    later = [
+        {"question_id": "q4", "rater": "alice", "score": -1},
+        {"question_id": "q1", "rater": "bob", "score": 0},
+    ]
+    r = client.post(f"/runs/{run}/ratings", json=later)
+    assert r.status_code == 200 and r.json()["created"] == 2
+    body = assert_envelope(client.post(f"/runs/{run}/ratings", json=[{**later[0], "score": 5}]), 422)
+    assert "-2..2" in body["items"][0]["reason"]
+    # A run not rated yet: a batch naming one rubric puts its unnamed rows on it too.
+    other = make_run(client, client.get(f"/runs/{run}").json()["dataset_id"], "r2")
+    assert client.post(f"/runs/{other}/outputs", json=native_outputs()).status_code == 200
+    mixed = [
+        {"question_id": "q1", "rater": "alice", "score": -2, "rubric": "pref"},
+        {"question_id": "q4", "rater": "alice", "score": 1},
+    ]
+    assert client.post(f"/runs/{other}/ratings", json=mixed).status_code == 200
+
+
 def test_rating_csv_with_bad_line(client: TestClient) -> None:
     run = rated_run(client)
     csv = b"question_id,rater,score\nq1,alice,5\nq4,alice,5,extra\n"

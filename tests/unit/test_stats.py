@@ -324,7 +324,12 @@ def test_alpha_matches_stats_md(two_raters: stats.AgreementResult) -> None:
     ordinal = two_raters.alpha["ordinal"]
     assert ordinal.ci_low is not None and ordinal.ci_high is not None
     assert ordinal.ci_low < 0.8267 < ordinal.ci_high
-    assert ordinal.n_resamples_undefined == 0
+    assert ordinal.n_resamples_undefined == 0 and ordinal.n_resamples > 0
+    # No bootstrap runs for the other levels: they count no resample, defined or not.
+    for level in ("interval", "nominal"):
+        other = two_raters.alpha[level]
+        assert (other.n_resamples, other.n_resamples_undefined, other.ci_low) == (0, 0, None)
+        assert other.ci_undefined_reason == "the bootstrap interval is computed for the ordinal level only"
 
 
 def test_alpha_orientation_is_raters_by_items() -> None:
@@ -349,6 +354,26 @@ def test_icc_matches_stats_md(two_raters: stats.AgreementResult) -> None:
         assert two_raters.icc[kind].estimate == approx(value, 5e-7), kind
     assert two_raters.attenuation_ceiling == approx(math.sqrt(0.908004778972521))
     assert two_raters.attenuation_ceiling == approx(0.953, 5e-4)
+
+
+def test_icc_intervals_are_pingouins_at_full_precision(two_raters: stats.AgreementResult) -> None:
+    import pandas as pd
+    import pingouin
+    from pingouin.config import _no_rounding
+
+    frame = pd.DataFrame(
+        {"item": np.tile(np.arange(12), 2), "rater": np.repeat(["a", "b"], 12), "score": np.r_[R1, R2]}
+    )
+    rounded = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    with _no_rounding():
+        full = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    for kind, ci, ci2 in zip(full.Type, full.CI95, rounded.CI95, strict=True):
+        icc = two_raters.icc[kind]
+        assert (icc.ci_low, icc.ci_high) == (approx(float(ci[0])), approx(float(ci[1]))), kind
+        assert (round(icc.ci_low or 0, 2), round(icc.ci_high or 0, 2)) == (float(ci2[0]), float(ci2[1]))
+    # The full-precision interval is not itself rounded to two decimals.
+    low = two_raters.icc["ICC(A,k)"].ci_low or 0.0
+    assert low != round(low, 2)
 
 
 def test_pair_figures_and_kappa_match_stats_md(two_raters: stats.AgreementResult) -> None:
