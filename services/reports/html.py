@@ -7,7 +7,7 @@ from collections.abc import Callable
 from html import escape
 
 from services.reports import text
-from services.reports.schemas import Figure, MetricItems, ReportRead
+from services.reports.schemas import MetricItems, ReportRead
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -48,13 +48,6 @@ def _warnings(report: ReportRead) -> str:
     return f"<div class='warnings' id='warnings' role='note'><b>Read with care</b><ul>{items}</ul></div>"
 
 
-def _fig(f: Figure) -> str:
-    if f.estimate is None:
-        return f"<span class='muted' title='{escape(f.undefined_reason or '')}'>{text.UNDEFINED}</span>"
-    ci = text.interval(f.ci_low, f.ci_high)
-    return escape(text.num(f.estimate) + (f" {ci}" if ci else ""))
-
-
 def _pass_fail(report: ReportRead) -> str:
     """Analysis 4: one row per metric, its pass/fail decision against the raters'."""
     pf = report.pass_fail
@@ -67,24 +60,11 @@ def _pass_fail(report: ReportRead) -> str:
     ]
     if not pf.metrics:
         return "".join(out)
-    out.append(
-        "<div class='wide'><table class='analysis' id='table-pass-fail'><tr><th>metric</th>"
-        "<th>n (pass / fail)</th><th>ROC AUC [95% CI]</th><th>metric threshold</th><th>Cohen's κ</th>"
-        "<th>accuracy</th><th>precision</th><th>recall</th><th>TN, FP, FN, TP</th></tr>"
-    )
+    head = "".join(f"<th>{_nb(h)}</th>" for h in text.PASS_FAIL_HEADER)
+    out.append(f"<div class='wide'><table class='analysis' id='table-pass-fail'><tr>{head}</tr>")
     for m in pf.metrics:
-        cm = ", ".join(str(v) for row in m.confusion for v in row) if m.confusion else "—"
-        side = "≥ " if m.higher_is_better else "≤ "
-        thr = "—" if m.threshold.estimate is None else side + _fig(m.threshold)
-        out.append(
-            f"<tr><td>{escape(m.metric)}</td><td>{m.n} ({m.n_pass} / {m.n_fail})</td><td>{_fig(m.auc)}</td>"
-            f"<td>{thr}</td><td>{_fig(m.kappa)}</td><td>{_fig(m.accuracy)}</td><td>{_fig(m.precision)}</td>"
-            f"<td>{_fig(m.recall)}</td><td>{cm}</td></tr>"
-        )
-    out.append(
-        "</table></div><p class='muted'>The metric threshold maximises Youden's J and is chosen again in "
-        "every resample, so the intervals include its uncertainty.</p>"
-    )
+        out.append("<tr>" + "".join(f"<td>{_nb(c)}</td>" for c in text.pass_fail_cells(m)) + "</tr>")
+    out.append(f"</table></div><p class='muted'>{escape(text.PASS_FAIL_FOOTNOTE)}</p>")
     return "".join(out)
 
 

@@ -26,6 +26,8 @@ def render(report: ReportRead, links: dict[str, str] | None = None) -> str:
         f"{ref['n_items']} outputs; human reference = {ref['method']} of the raters for "
         f"{ref['n_with_reference']} of them. {text.filters(report.filters)}."
     )
+    if report.interval_rule:
+        out += ["", f"Intervals: {report.interval_rule}"]
     if report.coverage:
         out += ["", f"**Metrics:** {report.coverage.summary}."]
     if links:
@@ -60,6 +62,13 @@ def render(report: ReportRead, links: dict[str, str] | None = None) -> str:
                 out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         for reason, names in text.not_computed_groups(a.not_computed):
             out += ["", f"Not computed ({len(names)}) — {reason}: {', '.join(f'`{n}`' for n in names)}"]
+    pf = report.pass_fail
+    if pf is not None:
+        out += ["", f"## 4. {pf.title}", "", pf.threshold_rule + (f" — {pf.note}" if pf.note else "")]
+        if pf.metrics:
+            out += ["", "| " + " | ".join(text.PASS_FAIL_HEADER) + " |", "|---|" + "---:|" * 8]
+            out += ["| " + " | ".join(_cell(c) for c in text.pass_fail_cells(m)) + " |" for m in pf.metrics]
+            out += ["", text.PASS_FAIL_FOOTNOTE]
     if any(m.pearson.ci_clipped for a in report.analyses for m in a.metrics):
         out += ["", "\\* interval clipped to [-1, 1]."]
     return "\n".join(out) + "\n"

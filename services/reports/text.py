@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from services.reports.schemas import Analysis, Corr, MetricRow, NotComputed, ReportRead
+from services.reports.schemas import Analysis, Corr, Figure, MetricRow, NotComputed, PassFailRow, ReportRead
 
 LIBRARY_LABELS = {
     "ragas": "Ragas",
@@ -49,6 +49,49 @@ def corr(c: Corr, signed: bool = False) -> str:
         return f"{UNDEFINED} ({c.undefined_reason})" if c.undefined_reason else UNDEFINED
     ci = interval(c.ci_low, c.ci_high, signed)
     return f"{num(c.estimate, signed=signed)}" + (f" {ci}" if ci else "") + ("*" if c.ci_clipped else "")
+
+
+def figure(f: Figure) -> str:
+    """A pass/fail figure: `0.81 [0.70, 0.90]`, or `undefined`."""
+    if f.estimate is None:
+        return UNDEFINED
+    ci = interval(f.ci_low, f.ci_high)
+    return num(f.estimate) + (f" {ci}" if ci else "")
+
+
+PASS_FAIL_HEADER = (
+    "metric",
+    "n (pass / fail)",
+    "ROC AUC [95 % CI]",
+    "metric threshold",
+    "Cohen's κ",
+    "accuracy",
+    "precision",
+    "recall",
+    "TN, FP, FN, TP",
+)
+PASS_FAIL_FOOTNOTE = (
+    "The metric threshold maximises Youden's J and is chosen again in every resample, so the intervals "
+    "include its uncertainty."
+)
+
+
+def pass_fail_cells(m: PassFailRow) -> list[str]:
+    """One row of the pass/fail table, in the order of PASS_FAIL_HEADER."""
+    cm = ", ".join(str(v) for row in m.confusion for v in row) if m.confusion else "—"
+    side = "≥ " if m.higher_is_better else "≤ "
+    thr = "—" if m.threshold.estimate is None else side + figure(m.threshold)
+    return [
+        m.metric,
+        f"{m.n} ({m.n_pass} / {m.n_fail})",
+        figure(m.auc),
+        thr,
+        figure(m.kappa),
+        figure(m.accuracy),
+        figure(m.precision),
+        figure(m.recall),
+        cm,
+    ]
 
 
 def row_verdict(analysis: Analysis, m: MetricRow) -> str:
@@ -212,4 +255,14 @@ def render_text(report: ReportRead, width: int = 36) -> str:
         for reason, names in not_computed_groups(a.not_computed):
             lines.append(f"   not computed ({len(names)}): {reason}")
             lines.append(f"      {', '.join(names)}")
+    pf = report.pass_fail
+    if pf is not None:
+        lines += ["", f"4. {pf.title}", f"   {pf.threshold_rule}"]
+        if pf.note:
+            lines.append(f"   {pf.note}")
+        for row in pf.metrics:
+            c = pass_fail_cells(row)
+            lines.append(f"   {c[0]:<{width}} AUC = {c[2]}  threshold {c[3]}  κ = {c[4]}  n = {c[1]}")
+    if report.interval_rule:
+        lines += ["", f"Intervals: {report.interval_rule}"]
     return "\n".join(lines) + "\n"

@@ -185,3 +185,8 @@ def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
     assert "Pass/fail alignment" in page and "ROC AUC" in page
     csv = client.get(f"/runs/{run}/report", params={"format": "csv"}).text
     assert "pass_fail_auc" in csv.splitlines()[0]
+    md = client.get(f"/runs/{run}/report", params={"format": "md"}).text
+    line = [x for x in md.splitlines() if x.startswith("| external.a |")][-1]
+    a_auc = rows["external.a"]["auc"]
+    assert f"{a_auc['estimate']:.2f} [{a_auc['ci_low']:.2f}, {a_auc['ci_high']:.2f}]" in line
+    assert "## 4. Pass/fail alignment" in md and "\nIntervals: Fisher (Pearson)" in md
