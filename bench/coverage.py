@@ -12,6 +12,10 @@ question's difficulty (z = sqrt(.5) u_question + sqrt(.5) e_answer). 2q outputs,
 Differences: two metrics on the same outputs (latent rho .6 and .3), the difference of their coefficients
 with the human score, as the report's comparison with the best metric shows it.
 
+Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
+ROC AUC interval (BCa) against the population AUC, and the kappa and accuracy intervals (percentile, the
+threshold re-chosen in every resample) against kappa and accuracy at the population's Youden threshold.
+
 Truths are the population values, estimated once from 3,000,000 simulated outputs (their Monte Carlo error,
 below 0.001, is negligible beside the intervals). Each cell prints coverage with its binomial Monte Carlo
 standard error; the target band is 93.5-96.5%. Bootstrap intervals use fewer replicates (each costs a
@@ -114,6 +118,26 @@ def truth(rho: float, method: str) -> float:
     return STATISTICS[method](metric, human)
 
 
+PASS_AT = 4.0
+
+
+@cache
+def truth_pass_fail(rho: float) -> dict[str, float]:
+    """Population AUC, and kappa and accuracy at the population's Youden threshold."""
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score, roc_curve
+
+    human, (metric,) = single(np.random.default_rng(777), TRUTH_N, (rho,))
+    y = (human >= PASS_AT).astype(int)
+    fpr, tpr, thr = roc_curve(y, metric, drop_intermediate=False)
+    best = 1 + int(np.argmax((tpr - fpr)[1:]))
+    pred = (metric >= thr[best]).astype(int)
+    return {
+        "auc": float(roc_auc_score(y, metric)),
+        "kappa": float(cohen_kappa_score(y, pred)),
+        "accuracy": float(np.mean(pred == y)),
+    }
+
+
 @cache
 def truth_difference(method: str) -> float:
     human, (m1, m2) = single(np.random.default_rng(54321), TRUTH_N, (0.6, 0.3))
@@ -156,7 +180,13 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
     for rep in range(cell.replicates):
         rng = np.random.default_rng([zlib.crc32(cell.scenario.encode()), cell.n, int(cell.rho * 10), rep])
         clusters = None
-        if cell.scenario == "single":
+        if cell.scenario == "passfail":
+            h, (x,) = single(rng, cell.n, (cell.rho,))
+            target = truth_pass_fail(cell.rho)[cell.method]
+        elif cell.scenario == "passfail-pooled":
+            h, (x,), clusters = pooled(rng, cell.n // 2, (cell.rho,))
+            target = truth_pass_fail(cell.rho)[cell.method]
+        elif cell.scenario == "single":
             h, (x,) = single(rng, cell.n, (cell.rho,))
             target = truth(cell.rho, cell.method)
         elif cell.scenario == "pooled":
@@ -167,7 +197,11 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
             target = truth_difference(cell.method)
         low: float | None
         high: float | None
-        if cell.scenario == "differences":
+        if cell.scenario.startswith("passfail"):
+            pf = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=rep, clusters=clusters)
+            figure = getattr(pf, cell.method)
+            low, high = figure.ci_low, figure.ci_high
+        elif cell.scenario == "differences":
             if cell.interval == "zou":
                 res = stats.compare_correlations(x1, x2, h, method="pearson", n_resamples=0)
                 low, high = res.zou_low, res.zou_high
@@ -222,7 +256,21 @@ def cells(args: argparse.Namespace) -> list[Cell]:
             out.append(Cell("differences", n, 0.0, "pearson", "zou", args.replicates))
             for method in ("pearson", "spearman", "kendall"):
                 out.append(Cell("differences", n, 0.0, method, "bca", args.boot_replicates))
+    if "passfail" in args.only:
+        for n in SIZES:
+            for rho in RHOS[1:]:
+                out.append(Cell("passfail", n, rho, "auc", "bca", args.boot_replicates))
+                out += [Cell("passfail", n, rho, f, "percentile", args.boot_replicates) for f in KAPPA_ACC]
+        for rho in RHOS[1:]:
+            n = 2 * POOLED_QUESTIONS
+            out.append(Cell("passfail-pooled", n, rho, "auc", "bca-by-question", args.boot_replicates))
+            out += [
+                Cell("passfail-pooled", n, rho, f, "pct-by-question", args.boot_replicates) for f in KAPPA_ACC
+            ]
     return out
+
+
+KAPPA_ACC = ("kappa", "accuracy")
 
 
 def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:
@@ -233,7 +281,7 @@ def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:
     extra = f"  ({undefined} undefined)" if undefined else ""
     rho = "" if cell.scenario == "differences" else f"{cell.rho:>4.1f}"
     return (
-        f"{cell.scenario:<12}{cell.n:>5}{rho:>6}  {cell.method:<9}{cell.interval:<16}{defined:>6}"
+        f"{cell.scenario:<16}{cell.n:>5}{rho:>6}  {cell.method:<9}{cell.interval:<16}{defined:>6}"
         f"{p:>9.3f} ± {se:.3f}{width:>8.3f}{flag}{extra}"
     )
 
@@ -253,7 +301,9 @@ def main() -> None:
     todo = cells(args)
     # Truths first, in this process, so that workers inherit none of the work twice.
     for cell in todo:
-        if cell.scenario == "differences":
+        if cell.scenario.startswith("passfail"):
+            truth_pass_fail(cell.rho)
+        elif cell.scenario == "differences":
             truth_difference(cell.method)
         else:
             truth(cell.rho, cell.method)
@@ -263,7 +313,7 @@ def main() -> None:
         f"bootstrap: {args.resamples} resamples"
     )
     print(
-        f"{'scenario':<12}{'n':>5}{'rho':>6}  {'coef':<9}{'interval':<16}{'reps':>6}{'coverage':>9}"
+        f"{'scenario':<16}{'n':>5}{'rho':>6}  {'coef':<9}{'interval':<16}{'reps':>6}{'coverage':>9}"
         f"{'':8}{'width':>8}"
     )
     if args.workers > 1:
