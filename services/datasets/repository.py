@@ -56,13 +56,11 @@ class DatasetRepository(Repository):
             stmt = stmt.where(Question.external_id.in_(list(ids)))
         return {q.external_id: q for q in self.session.scalars(stmt)}
 
-    def questions(self, dataset_id: int) -> Sequence[Question]:
-        stmt = (
-            select(Question)
-            .where(Question.dataset_id == dataset_id)
-            .options(selectinload(Question.passages).selectinload(Passage.document))
-            .order_by(Question.id)
-        )
+    def questions(self, dataset_id: int, with_passages: bool = True) -> Sequence[Question]:
+        """The dataset's questions in id order; ``with_passages`` loads their passages and documents too."""
+        stmt = select(Question).where(Question.dataset_id == dataset_id).order_by(Question.id)
+        if with_passages:
+            stmt = stmt.options(selectinload(Question.passages).selectinload(Passage.document))
         return self.session.scalars(stmt).all()
 
     def passages_of_documents(self, document_ids: Iterable[int]) -> Sequence[Passage]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 
 from services.models import Output, Rater, Rating, Rubric, utcnow
 from services.repository import Repository
@@ -60,7 +60,7 @@ class RatingRepository(Repository):
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             now = utcnow()
-            self.session.execute(insert(Rating), [{"created_at": now, "updated_at": now, **r} for r in rows])
+            self.insert_rows(Rating, [{"created_at": now, "updated_at": now, **r} for r in rows])
 
     def update_many(self, rows: list[dict[str, Any]]) -> None:
         """Rows with their ``id``: a bulk UPDATE by primary key."""

@@ -197,7 +197,9 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
 
 def list_ratings(session: Session, run_id: int) -> list[RatingRead]:
     run = get_run(session, run_id)
-    questions = {q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id)}
+    questions = {
+        q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id, with_passages=False)
+    }
     return [
         RatingRead(
             question_id=questions[output.question_id],

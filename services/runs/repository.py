@@ -119,12 +119,11 @@ class RunRepository(Repository):
 
     def insert_outputs(self, rows: list[dict[str, Any]]) -> dict[int, int]:
         """Bulk INSERT of outputs; returns question id -> new output id."""
-        if not rows:
-            return {}
         now = utcnow()
-        stmt = insert(Output).returning(Output.question_id, Output.id)
-        result = self.session.execute(stmt, [{"created_at": now, "updated_at": now, **r} for r in rows])
-        return {qid: oid for qid, oid in result}
+        ids = self.insert_rows(
+            Output, [{"created_at": now, "updated_at": now, **r} for r in rows], with_ids=True
+        )
+        return {r["question_id"]: oid for r, oid in zip(rows, ids, strict=True)}
 
     def update_outputs(self, rows: list[dict[str, Any]]) -> None:
         """Bulk UPDATE by primary key (rows carry ``id``)."""
@@ -138,8 +137,7 @@ class RunRepository(Repository):
             part = list(replace[i : i + 500])
             self.session.execute(delete(RetrievedChunk).where(RetrievedChunk.output_id.in_(part)))
         rows = [{"output_id": oid, **row} for oid, part_rows in chunks.items() for row in part_rows]
-        if rows:
-            self.session.execute(insert(RetrievedChunk), rows)
+        self.insert_rows(RetrievedChunk, rows)
 
     def outputs_with_context(self, output_ids: Sequence[int]) -> list[tuple[Output, Question, Dataset]]:
         """Outputs with their chunks, question (and passages) and dataset: what a metric sample needs."""

@@ -279,7 +279,7 @@ def import_outputs(
     """
     run = lock_run(session, run_id)
     drepo = DatasetRepository(session)
-    questions = _Questions(list(drepo.questions(run.dataset_id)))
+    questions = _Questions(list(drepo.questions(run.dataset_id, with_passages=False)))
     fmt = detect_format(rows) if fmt == "auto" else fmt
     parsed, errors = _normalise(rows, fmt, questions)
     seen: dict[int, Row] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 
 from services.models import MetricScore, Output, utcnow
 from services.repository import Repository
@@ -47,9 +47,7 @@ class ScoreRepository(Repository):
     def insert_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             now = utcnow()
-            self.session.execute(
-                insert(MetricScore), [{"created_at": now, "updated_at": now, **r} for r in rows]
-            )
+            self.insert_rows(MetricScore, [{"created_at": now, "updated_at": now, **r} for r in rows])
 
     def update_many(self, rows: list[dict[str, Any]]) -> None:
         """Bulk UPDATE by primary key (rows carry ``id``)."""

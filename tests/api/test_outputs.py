@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.helpers import MINI, assert_envelope, load_mini, read_jsonl, upload
+from tests.api.helpers import MINI, assert_envelope, create_dataset, load_mini, read_jsonl, upload
 
 DOCS = {d["external_id"]: d["text"] for d in read_jsonl(MINI / "documents.jsonl")}
 
@@ -154,3 +154,57 @@ def test_outputs_bad_bytes(client: TestClient) -> None:
     body = assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b'{"a": 1}\n{oops\n'), 400)
     assert body["items"][0]["line"] == 2
     assert_envelope(upload(client, f"/runs/{run}/outputs", "o.jsonl", b"x" * 300_000), 413)
+
+
+def test_large_batches_are_stored_exactly(client: TestClient) -> None:
+    """Batches above the size where PostgreSQL switches to COPY (services.repository.COPY_MIN_ROWS) store
+    every row once, with its own values, ids matched to the right question, defaults filled in."""
+    n = 260
+    ds = create_dataset(client, "big")
+    text = " ".join(f"mot{i}" for i in range(2000))
+    docs = [{"external_id": "d1", "text": text}]
+    r = client.post(f"/datasets/{ds}/documents", json=docs)
+    assert r.status_code == 200, r.text
+    questions = [{"external_id": f"q{i:03d}", "question": f"Question {i} ?"} for i in range(n)]
+    assert client.post(f"/datasets/{ds}/questions", json=questions).status_code == 200
+    run = make_run(client, ds)
+    # Shuffled so that input order, question id order and output id order all differ.
+    order = [(i * 97) % n for i in range(n)]
+    outputs = [
+        {
+            "question_id": f"q{i:03d}",
+            "answer": f"réponse {i} « n°{i} »\ttab",
+            "generator": {"kind": "external", "model": f"m{i % 3}"},
+            "retrieved": [
+                {"document_id": "d1", "start": 5 * i, "end": 5 * i + 30, "score": i / 7},
+                {"text": f"mot{i + 1} mot{i + 2}"},
+            ],
+        }
+        for i in order
+    ]
+    r = client.post(f"/runs/{run}/outputs", json=outputs)
+    assert r.status_code == 200, r.text
+    assert r.json()["created"] == n
+    stored = {o["question_id"]: o for o in client.get(f"/runs/{run}/outputs").json()}
+    assert len(stored) == n
+    for i in range(n):
+        o = stored[f"q{i:03d}"]
+        assert o["answer"] == f"réponse {i} « n°{i} »\ttab"
+        assert o["generator"] == {"kind": "external", "model": f"m{i % 3}"}
+        c1, c2 = o["retrieved"]
+        assert (c1["rank"], c1["document_id"], c1["start"], c1["end"]) == (1, "d1", 5 * i, 5 * i + 30)
+        assert c1["score"] == pytest.approx(i / 7) and c1["location"] == "given"
+        assert c1["text"] == text[5 * i : 5 * i + 30]
+        assert (c2["rank"], c2["text"], c2["location"]) == (2, f"mot{i + 1} mot{i + 2}", "exact")
+    assert client.post("/raters", json=[{"name": "alice"}]).status_code in (200, 201)
+    ratings = [{"question_id": f"q{i:03d}", "rater": "alice", "score": 1 + i % 5} for i in order]
+    r = client.post(f"/runs/{run}/ratings", json=ratings)
+    assert r.status_code == 200, r.text
+    got = {x["question_id"]: x["score"] for x in client.get(f"/runs/{run}/ratings").json()}
+    assert got == {f"q{i:03d}": 1 + i % 5 for i in range(n)}
+    scores = [{"question_id": f"q{i:03d}", "metric": "external.m", "value": i / 3} for i in order]
+    r = client.post(f"/runs/{run}/scores", json=scores)
+    assert r.status_code == 200, r.text
+    table = client.get(f"/runs/{run}/scores").json()
+    values = {row["question_id"]: row["external.m"] for row in table["rows"]}
+    assert values == pytest.approx({f"q{i:03d}": i / 3 for i in range(n)})
