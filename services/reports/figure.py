@@ -38,6 +38,9 @@ WIDTH_IN = 9.0
 FONT = 9.0
 ROW_IN = 0.30
 GROUP_COLOUR = "#fff1b8"
+# Rows with no point (not computed, undefined) sit on a band drawn over the grid and the reference lines, so
+# that their text is never crossed by the zero line and the rows read as "nothing to show here".
+EMPTY_ROW_COLOUR = "#f4f4f4"
 CEILING_COLOUR = "#b00020"
 
 
@@ -119,7 +122,14 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     note_lines = textwrap.wrap(" ".join(report.notes), 130)[:4]
     head_in = 0.55 + 0.17 * (len(warning_lines) + len(note_lines))
     title_in, ticks_in = 0.5, 0.38  # title and verdict above each panel's axes; x tick labels below
-    legend_in = 0.7
+    # The legend explains colours and marks, so only the libraries with a point in the figure.
+    libraries = sorted(
+        {m.library for a in panels for m in a.metrics if m.pearson.estimate is not None}, key=_lib_rank
+    )
+    any_group = any(len(a.top_group) > 1 and any(m.metric in a.top_group for m in a.metrics) for a in panels)
+    any_best = any(a.best for a in panels)
+    n_handles = len(libraries) + (report.human_ceiling is not None) + any_group + any_best
+    legend_in = 0.2 + 0.17 * -(-n_handles // 4) if n_handles else 0.15  # rows of 4 entries
     fig_h = head_in + sum(h * ROW_IN + title_in + ticks_in for h in heights) + legend_in
     fig = plt.figure(figsize=(WIDTH_IN, fig_h))
     ceiling = report.human_ceiling
@@ -145,13 +155,11 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     if not panels:
         fig.text(0.5, 0.5, "no metric scores yet", ha="center", va="center", fontsize=FONT + 1)
 
-    libraries: list[str] = []
-    any_group = False
     for analysis, rows, h in zip(panels, panel_rows, heights, strict=True):
         ax_h = h * ROW_IN
         bottom = y_top - (title_in + ax_h) / fig_h
         ax = fig.add_axes((0.34, bottom, 0.62, ax_h / fig_h))
-        any_group |= _panel(ax, analysis, rows, h, ceiling if analysis.id != 2 else None, x_lo, x_hi)
+        _panel(ax, analysis, rows, h, ceiling if analysis.id != 2 else None, x_lo, x_hi)
         n_text = _n_text(analysis)
         fig.text(
             0.01,
@@ -171,13 +179,10 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
                 color="#333",
             )
         y_top = bottom - ticks_in / fig_h
-        for r in rows:
-            if r.library not in libraries:
-                libraries.append(r.library)
 
     handles: list[Line2D | Patch] = [
         Line2D([], [], marker="o", color=LIB_COLOURS.get(lib, "#333"), label=text.library_label(lib))
-        for lib in sorted(libraries, key=_lib_rank)
+        for lib in libraries
     ]
     if ceiling is not None:
         handles.append(
@@ -187,7 +192,7 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
         )
     if any_group:
         handles.append(Patch(facecolor=GROUP_COLOUR, label="not distinguishable from the top metric (95 %)"))
-    if any(a.best for a in panels):
+    if any_best:
         handles.append(
             Line2D([], [], marker="*", color="#000", linestyle="", markersize=9, label="best metric")
         )
@@ -243,19 +248,25 @@ def _panel(
     ceiling: float | None,
     x_lo: float,
     x_hi: float,
-) -> bool:
+) -> None:
     from matplotlib.axes import Axes
 
     assert isinstance(ax, Axes)
     group = set(analysis.top_group) if len(analysis.top_group) > 1 else set()
     y = height
     ticks, labels = [], []
+    empty: list[list[float]] = []  # [low, high] of runs of adjacent rows without a point, one band each
     for r in rows:
         centre = y - r.height / 2
         y -= r.height
         ticks.append(centre)
         labels.append(r.label)
         colour = LIB_COLOURS.get(r.library, "#333333")
+        if r.kind == "not_computed" or (r.metric is not None and r.metric.pearson.estimate is None):
+            if empty and abs(empty[-1][0] - (y + r.height)) < 1e-9:
+                empty[-1][0] = y
+            else:
+                empty.append([y, y + r.height])
         if r.kind == "not_computed":
             ax.text(
                 x_lo + 0.01 * (x_hi - x_lo),
@@ -267,7 +278,6 @@ def _panel(
                 color="#555",
                 linespacing=1.1,
                 zorder=3,
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
             )
             continue
         m = r.metric
@@ -285,7 +295,6 @@ def _panel(
                 fontsize=FONT - 1.5,
                 color="#666",
                 zorder=3,
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
             )
             continue
         if c.ci_low is not None and c.ci_high is not None:
@@ -300,6 +309,8 @@ def _panel(
             markeredgecolor="#000" if best else colour,
             zorder=3,
         )
+    for low, high in empty:  # one band per run: adjacent bands leave anti-aliasing seams
+        ax.axhspan(low, high, color=EMPTY_ROW_COLOUR, zorder=1.5, linewidth=0)
     ax.set_ylim(0, height)
     ax.set_yticks(ticks, labels, fontsize=FONT)
     for tick, r in zip(ax.get_yticklabels(), rows, strict=True):
@@ -311,9 +322,9 @@ def _panel(
     ax.axvline(0, color="#444", linewidth=0.9, zorder=1)
     if ceiling is not None and x_lo <= ceiling <= x_hi:
         ax.axvline(ceiling, color=CEILING_COLOUR, linestyle="--", linewidth=1.0, zorder=1)
-    ax.grid(axis="x", color="#e3e3e3", linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)  # grid under the bands of empty rows
+    ax.grid(axis="x", color="#e3e3e3", linewidth=0.6)
     ax.tick_params(axis="x", labelsize=FONT - 0.5)
     ax.tick_params(axis="y", length=0)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    return bool(group)
