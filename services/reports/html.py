@@ -125,11 +125,20 @@ def render(
                     classes.append("group")
                 cls = f" class='{' '.join(classes)}'" if classes else ""
                 title = f" title='{escape(c.note)}'" if c and c.note else ""
+                coefficients = (m.pearson, m.spearman, m.kendall)
+                if all(x.estimate is None for x in coefficients):
+                    # One cell for the four columns: the reason written once, not three times side by side
+                    # in unbreakable cells that push the table past its column.
+                    why = "; ".join(dict.fromkeys(x.undefined_reason or "no value" for x in coefficients))
+                    stats = f"<td class='l undefined' colspan='4'>{text.UNDEFINED}: {escape(why)}</td>"
+                else:
+                    stats = (
+                        f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
+                        f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
+                    )
                 parts.append(
                     f"<tr{cls}><td>{label}</td><td class='l'>{escape(text.library_label(m.library))}</td>"
-                    f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>"
-                    f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
-                    f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
+                    f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>{stats}"
                     f"<td class='w'{title}>{escape(text.comparison(m))}</td>"
                     f"<td class='l'>{_nb(text.row_verdict(a, m))}</td></tr>"
                 )

@@ -40,6 +40,11 @@ def test_report_page_and_api_docs_render_offline(settings: Settings, engine: Any
 
         page = b.open(f"/runs/{two}/report.html")
         assert "too few items for any correlation" in page.locator("#warnings").inner_text()
+        # undefined rows do not push the analysis tables past the page's column (no sideways scrolling)
+        widths = page.evaluate(
+            "() => [...document.querySelectorAll('.wide')].map(e => [e.scrollWidth, e.clientWidth])"
+        )
+        assert widths and all(scroll <= client for scroll, client in widths), widths
 
         docs = b.open("/docs")
         docs.wait_for_selector(".swagger-ui .opblock", timeout=30_000)

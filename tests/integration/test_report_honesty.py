@@ -159,6 +159,9 @@ def test_two_item_run_warns_and_prints_no_nan(client: TestClient) -> None:
     }.items():
         assert not NAN.search(body), (form, NAN.search(body))
     assert "too few items for any correlation" in visible(page)
+    # each undefined row says why once, across the coefficient columns, not three times side by side
+    rows = page.split("id='table-1'", 1)[1].split("</table>", 1)[0].split("<tr")[2:]
+    assert rows and all(r.count("fewer than 3 complete pairs") == 1 and "colspan='4'" in r for r in rows)
     assert "too few items for any correlation" in svg_text(svg)
     assert "WARNING (analysis 1): n = 2: too few items" in text
     assert "Human ceiling √ICC(A,k): undefined: fewer than 3 items" in text
