@@ -248,7 +248,11 @@ def render_text(report: ReportRead, width: int = 36) -> str:
             lines.append(f"   verdict: {a.verdict}")
         for m in a.metrics:
             if m.pearson.estimate is None:
-                lines.append(f"   {m.metric:<{width}} {UNDEFINED}: {m.pearson.undefined_reason}  n = {m.n}")
+                # With n this small the exclusions are the explanation: say them (n = 0 alone says nothing).
+                why = f"; excluded: {excluded(m)}" if m.excluded else ""
+                lines.append(
+                    f"   {m.metric:<{width}} {UNDEFINED}: {m.pearson.undefined_reason}  n = {m.n}{why}"
+                )
                 continue
             r = corr(m.pearson, signed=True)
             lines.append(f"   {metric_label(m):<{width}} r = {r}  n = {m.n:<4} {row_verdict(a, m)}")

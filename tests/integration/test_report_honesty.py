@@ -283,3 +283,42 @@ def test_a_run_rated_with_the_demo_ratings_says_they_are_illustrative(client: Te
     assert client.post(f"/runs/{run}/ratings", json=ratings).status_code == 200
     assert client.get(f"/runs/{run}/report").json()["notes"] == [ILLUSTRATIVE_NOTE]
     assert ILLUSTRATIVE_NOTE in visible(client.get(f"/runs/{run}/report.html").text)
+
+
+def test_terminal_text_says_why_an_undefined_row_has_so_few_items() -> None:
+    from services.reports.schemas import Analysis, Corr, MetricRow
+    from services.reports.text import render_text
+
+    undefined = Corr(
+        estimate=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        ci_method=None,
+        undefined_reason="fewer than 3 complete pairs (n = 0)",
+    )
+    row = MetricRow(
+        metric="ref.doc_recall@5",
+        library="ref",
+        kind="retrieval",
+        higher_is_better=True,
+        n=0,
+        excluded={"the question has no reference passage": 2},
+        pearson=undefined,
+        spearman=undefined,
+        kendall=undefined,
+        oriented_r=None,
+    )
+    report = ReportRead(
+        dataset_id=1,
+        runs=[],
+        notes=[],
+        filters={},
+        reference_score={"n_items": 2, "n_with_reference": 2},
+        agreement=None,
+        human_ceiling=None,
+        analyses=[Analysis(id=2, title="t", reference="r", metrics=[row], best=None)],
+        by_type=[],
+    )
+    line = next(x for x in render_text(report).splitlines() if "ref.doc_recall@5" in x)
+    assert line.endswith("n = 0; excluded: the question has no reference passage: 2"), line
