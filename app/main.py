@@ -27,6 +27,7 @@ from app.routers import (
     runs,
     scores,
     scoring,
+    studies,
 )
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scoring,
         reports,
         jobs,
+        studies,
     ):
         app.include_router(module.router)
 

@@ -7,6 +7,7 @@ ServiceError(message, status)            base; ``code`` names the error in the e
 ├── UnsupportedMediaType      415        a body or file of a kind the endpoint does not read
 ├── MalformedInput            400        bytes that cannot be parsed (non-UTF-8, bad JSON/JSONL/CSV line)
 ├── InvalidItems              422        parsed rows that break a rule; every bad row is listed
+│   └── WrongKind             422        a file of another kind than the endpoint reads ("this looks like")
 └── UpstreamError             502        the configured LLM failed after its retries
 """
 
@@ -71,6 +72,10 @@ class MalformedInput(ServiceError):
 class InvalidItems(ServiceError):
     status = 422
     code = "InvalidItems"
+
+
+class WrongKind(InvalidItems):
+    code = "WrongKind"
 
 
 class UpstreamError(ServiceError):

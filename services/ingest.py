@@ -6,12 +6,11 @@ byte offset, and never returns a partial batch.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from services.csvread import read_csv
 from services.errors import ItemError, MalformedInput, UnsupportedMediaType
 
 Format = Literal["json", "jsonl", "csv"]
@@ -24,6 +23,22 @@ class Row:
     index: int
     line: int | None
     data: Any
+
+
+class Batch(list[Row]):
+    """Parsed rows, plus what reading them had to assume (said in the import's answer, never silent) and,
+    for a CSV file, its normalised column names (matched against the accepted names of each field)."""
+
+    def __init__(
+        self, rows: list[Row] | None = None, notes: list[str] | None = None, columns: list[str] | None = None
+    ) -> None:
+        super().__init__(rows or [])
+        self.notes = list(notes or [])
+        self.columns = columns
+
+
+def notes_of(rows: list[Row]) -> list[str]:
+    return list(rows.notes) if isinstance(rows, Batch) else []
 
 
 def decode_utf8(raw: bytes, field: str = "body") -> str:
@@ -120,14 +135,19 @@ def guess_format(content_type: str | None, filename: str | None) -> Format:
 
 
 def parse_rows(
-    raw: bytes, fmt: Format, field: str = "body", list_keys: tuple[str, ...] = ("items", "results")
+    raw: bytes,
+    fmt: Format,
+    field: str = "body",
+    list_keys: tuple[str, ...] = ("items", "results", "samples", "testCases", "test_cases", "test_results"),
 ) -> list[Row]:
-    """Parse a batch. JSON may be a list or an object holding the list under one of ``list_keys``."""
+    """Parse a batch. JSON may be a list or an object holding the list under one of ``list_keys``.
+
+    CSV is read as spreadsheets write it (services.csvread); the result is then a Batch with notes."""
+    if fmt == "csv":
+        return _parse_csv(raw, field)
     text = decode_utf8(raw, field)
     if fmt == "jsonl":
         return _parse_jsonl(text, field)
-    if fmt == "csv":
-        return _parse_csv(text, field)
     data = load_json(text, field)
     if isinstance(data, dict):
         data = next((data[k] for k in list_keys if isinstance(data.get(k), list)), data)
@@ -159,27 +179,11 @@ def _parse_jsonl(text: str, field: str) -> list[Row]:
     return rows
 
 
-def _parse_csv(text: str, field: str) -> list[Row]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames:
-        raise MalformedInput(f"{field} is an empty CSV file", [ItemError(None, field, "no header row")])
-    rows: list[Row] = []
-    try:
-        for record in reader:
-            if None in record:
-                raise MalformedInput(
-                    f"{field} has a CSV row with more cells than the header",
-                    [ItemError(None, field, "too many cells", line=reader.line_num)],
-                )
-            if all((v or "").strip() == "" for v in record.values()):
-                continue
-            rows.append(Row(index=len(rows), line=reader.line_num, data=dict(record)))
-    except csv.Error as exc:
-        raise MalformedInput(
-            f"{field} is not valid CSV", [ItemError(None, field, str(exc), line=reader.line_num)]
-        ) from exc
+def _parse_csv(raw: bytes, field: str) -> Batch:
+    table = read_csv(raw, field)
+    rows = [Row(index=i, line=line, data=record) for i, (line, record) in enumerate(table.records)]
     if not rows:
         raise MalformedInput(
             f"{field} has a CSV header but no rows: nothing to import", [ItemError(None, field, "no rows")]
         )
-    return rows
+    return Batch(rows, table.notes, table.columns)

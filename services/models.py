@@ -109,6 +109,10 @@ class Passage(Base):
     position: Mapped[int] = mapped_column(Integer)
     start: Mapped[int] = mapped_column("start_char", Integer)
     end: Mapped[int] = mapped_column("end_char", Integer)
+    # How the span was obtained: given (offsets supplied) | exact | normalized | fuzzy (located from a text),
+    # and the match score of a located text (0-100, see services.corpus).
+    location: Mapped[str] = mapped_column(String(16), default="given", server_default="given")
+    match_score: Mapped[float | None] = mapped_column(Float)
 
     question: Mapped[Question] = relationship(back_populates="passages")
     document: Mapped[Document] = relationship()
@@ -162,8 +166,10 @@ class RetrievedChunk(Base):
     end: Mapped[int | None] = mapped_column("end_char", Integer)
     text: Mapped[str] = mapped_column(Text)
     score: Mapped[float | None] = mapped_column(Float)
-    # exact | normalized | given (offsets supplied) | unlocated
+    # given (offsets supplied) | exact | normalized | fuzzy | unlocated
     location: Mapped[str] = mapped_column(String(16), default="given")
+    # For a chunk located from its text: the match score (0-100; the best one seen when unlocated).
+    match_score: Mapped[float | None] = mapped_column(Float)
 
     output: Mapped[Output] = relationship(back_populates="chunks")
 

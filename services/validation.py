@@ -1,15 +1,37 @@
-"""Turning pydantic validation failures of batch rows into ItemErrors that name the row and the field."""
+"""Turning pydantic validation failures of batch rows into ItemErrors that name the row and the field.
+
+Rows read from a CSV file are first matched to the model by header name (the accepted names listed in
+services.kinds), and their numeric and list cells read as spreadsheets write them (decimal comma,
+Python-literal lists). A batch whose rows are of another kind altogether is refused with one sentence saying
+what it looks like.
+"""
 
 from __future__ import annotations
 
-from typing import TypeVar
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from services.errors import ItemError
-from services.ingest import Row
+from services import kinds
+from services.csvread import list_cell, number_cell
+from services.errors import InvalidItems, ItemError, WrongKind
+from services.ingest import Batch, Row
 
 M = TypeVar("M", bound=BaseModel)
+
+_LABELS = {
+    "NativeOutput": "outputs",
+    "RagasOutput": "outputs",
+    "RagCheckerOutput": "outputs",
+    "RatingIn": "ratings",
+    "RaterCreate": "raters",
+    "ExternalScoreIn": "scores",
+    "DocumentCreate": "documents",
+    "QuestionCreate": "questions",
+}
 
 
 def loc_to_field(loc: tuple[int | str, ...]) -> str:
@@ -22,8 +44,96 @@ def loc_to_field(loc: tuple[int | str, ...]) -> str:
     return out or "(row)"
 
 
+def invalid_rows(what: str, rows: Sequence[Row], errors: list[ItemError]) -> InvalidItems:
+    """The refusal of a batch, counting rows and errors apart: "outputs: 6 rows, 24 errors in 6 of them"."""
+    bad = len({e.index for e in errors if e.index is not None})
+    where = f" in {bad} of them" if bad else ""
+    return InvalidItems(
+        f"{what}: {len(rows)} rows, {len(errors)} error{'s' if len(errors) != 1 else ''}{where}; "
+        "nothing was imported",
+        errors,
+    )
+
+
+def _shape(annotation: Any) -> set[str]:
+    """'number' and/or 'list' for a field annotation (through Optional/Union)."""
+    out: set[str] = set()
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _shape(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            out |= _shape(arg)
+    elif origin is list or annotation is list:
+        out.add("list")
+    elif annotation in (int, float):
+        out.add("number")
+    return out
+
+
+def _wrong_kind(keys: set[str], model: type[BaseModel]) -> WrongKind | None:
+    found = kinds.detect(keys)
+    accepted = kinds.ACCEPTS.get(model.__name__)
+    if found is None or accepted is None or found[0].name in accepted:
+        return None
+    kind, evidence = found
+    message = kinds.wrong_kind_message(kind, evidence, _LABELS.get(model.__name__, model.__name__))
+    return WrongKind(message, [ItemError(None, "(file)", message)])
+
+
+def _csv_rows(rows: Batch, model: type[M]) -> list[Row]:
+    """Rename CSV columns to the model's fields and read spreadsheet-style numbers and lists."""
+    columns = list(rows.columns or [])
+    accepted = kinds.ACCEPTED.get(model.__name__, {})
+    rename: dict[str, str] = {}
+    missing: list[tuple[str, tuple[str, ...]]] = []
+    for name, info in model.model_fields.items():
+        names = accepted.get(name, (name,))
+        present = next((c for c in names if c in columns), None)
+        if present is not None:
+            rename[present] = name
+        elif info.is_required():
+            missing.append((name, names))
+    if missing:
+        wrong = _wrong_kind(set(columns), model)
+        if wrong is not None:
+            raise wrong
+        raise InvalidItems(
+            f"the CSV header has no column for {', '.join(m for m, _ in missing)}",
+            [
+                ItemError(
+                    None,
+                    name,
+                    f"no column named {' or '.join(names)} (names compare ignoring case); "
+                    f"the header has: {', '.join(columns) or 'nothing'}",
+                )
+                for name, names in missing
+            ],
+        )
+    shapes = {name: _shape(info.annotation) for name, info in model.model_fields.items()}
+    out = []
+    for row in rows:
+        data = {rename.get(k, k): v for k, v in row.data.items()}
+        for key, value in data.items():
+            shape = shapes.get(key, set())
+            try:
+                if "list" in shape:
+                    data[key] = list_cell(value)
+                elif "number" in shape:
+                    data[key] = number_cell(value)
+            except ValueError:
+                pass  # left as text: the model's own validation names the field and the reason
+        out.append(Row(row.index, row.line, data))
+    return out
+
+
 def validate_rows(rows: list[Row], model: type[M]) -> tuple[list[tuple[Row, M]], list[ItemError]]:
-    """Validate every row (never stopping at the first bad one); returns the good rows and all errors."""
+    """Validate every row (never stopping at the first bad one); returns the good rows and all errors.
+
+    Raises WrongKind when no row is valid and the rows look like another kind of file."""
+    original_keys = kinds.keys_of(r.data for r in rows)
+    if isinstance(rows, Batch) and rows.columns is not None:
+        rows = _csv_rows(rows, model)
     good: list[tuple[Row, M]] = []
     errors: list[ItemError] = []
     for row in rows:
@@ -35,6 +145,10 @@ def validate_rows(rows: list[Row], model: type[M]) -> tuple[list[tuple[Row, M]],
         except ValidationError as exc:
             for err in exc.errors(include_url=False):
                 errors.append(ItemError(row.index, loc_to_field(err["loc"]), err["msg"], line=row.line))
+    if rows and not good:
+        wrong = _wrong_kind(original_keys, model)
+        if wrong is not None:
+            raise wrong
     return good, errors
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.deps import RunId, SessionDep, SettingsDep, run_in_session
@@ -22,10 +22,40 @@ router = APIRouter(tags=["scoring"])
     responses=responses(400, 404, 413, 415, 422),
     openapi_extra=batch_body({"$ref": "#/components/schemas/ExternalScoreIn"}, csv=True),
 )
-async def import_scores(run_id: RunId, request: Request, settings: SettingsDep) -> ImportReport:
-    """Precomputed scores `{question_id, metric: "external.<name>", value}`, usable in reports."""
+async def import_scores(
+    run_id: RunId,
+    request: Request,
+    settings: SettingsDep,
+    shape: Literal["auto", "long", "wide"] = Query(
+        "auto", description="long: rows {question_id, metric, value}; wide: one column per metric"
+    ),
+    library: str | None = Query(None, description="wide: the tool that wrote it (ragas, deepeval, opik...)"),
+    higher_is_better: str | None = Query(None, description="wide: comma-separated columns, higher is better"),
+    lower_is_better: str | None = Query(None, description="wide: comma-separated columns, lower is better"),
+    metrics: str | None = Query(None, description="wide: import only these comma-separated columns"),
+) -> ImportReport:
+    """Precomputed scores, usable in reports: long rows `{question_id, metric: "external.<name>", value}`, or
+    the wide tables of Ragas (`result.to_pandas()`), DeepEval, Opik and RAGChecker exports, whose metric
+    columns become `external.<library>.<metric>` (rows matched by question id or exact question text; the
+    direction comes from the known metric, or is asked for)."""
     upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
-    return await run_in_session(request, lambda s: service.import_external_scores(s, run_id, upload.rows()))
+
+    def names(value: str | None) -> list[str]:
+        return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+    return await run_in_session(
+        request,
+        lambda s: service.import_scores(
+            s,
+            run_id,
+            upload.rows(),
+            shape,
+            library,
+            names(higher_is_better),
+            names(lower_is_better),
+            names(metrics) or None,
+        ),
+    )
 
 
 @router.get(

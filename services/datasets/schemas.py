@@ -120,6 +120,10 @@ class PassageOut(BaseModel):
     start: int
     end: int
     text: str | None = None
+    location: str = Field(
+        default="given", description="given | exact | normalized | fuzzy (located from text)"
+    )
+    match_score: float | None = Field(default=None, description="for a passage located from its text, 0-100")
 
 
 class QuestionRead(BaseModel):
@@ -151,3 +155,6 @@ class ImportReport(BaseModel):
     # excluded from reports).
     invalidated_ratings: int = 0
     invalidated_scores: int = 0
+    notes: list[str] = Field(
+        default_factory=list, description="what reading the file had to assume, e.g. an encoding fallback"
+    )

@@ -24,10 +24,10 @@ from services.datasets.schemas import (
     QuestionCreate,
     QuestionRead,
 )
-from services.errors import Conflict, InvalidItems, ItemError, NotFound
-from services.ingest import Row
+from services.errors import Conflict, ItemError, NotFound
+from services.ingest import Row, notes_of
 from services.models import Dataset, Document, Passage, Question
-from services.validation import duplicate_errors, validate_rows
+from services.validation import duplicate_errors, invalid_rows, validate_rows
 
 
 def get_dataset(session: Session, dataset_id: int) -> Dataset:
@@ -39,10 +39,11 @@ def get_dataset(session: Session, dataset_id: int) -> Dataset:
 
 def create_dataset(session: Session, data: DatasetCreate) -> DatasetRead:
     repo = DatasetRepository(session)
-    if repo.by_name(data.name) is not None:
+    existing = repo.by_name(data.name)
+    if existing is not None:
         raise Conflict(
-            f"a dataset named {data.name!r} already exists",
-            [ItemError(None, "name", "already taken")],
+            f"a dataset named {data.name!r} already exists (id {existing.id})",
+            [ItemError(None, "name", f"already taken by dataset {existing.id}")],
         )
     dataset = Dataset(
         name=data.name,
@@ -108,7 +109,7 @@ def import_documents(session: Session, dataset_id: int, rows: list[Row]) -> Impo
                     )
                 )
     if errors:
-        raise InvalidItems(f"{len(errors)} invalid document row(s); nothing was imported", errors)
+        raise invalid_rows("documents", rows, errors)
 
     created = updated = unchanged = 0
     for _, d in good:
@@ -132,7 +133,12 @@ def import_documents(session: Session, dataset_id: int, rows: list[Row]) -> Impo
             updated += 1
     repo.flush()
     return ImportReport(
-        kind="documents", received=len(rows), created=created, updated=updated, unchanged=unchanged
+        kind="documents",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        notes=notes_of(rows),
     )
 
 
@@ -198,7 +204,7 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
                     )
                 )
     if errors:
-        raise InvalidItems(f"{len(errors)} invalid question row(s); nothing was imported", errors)
+        raise invalid_rows("questions", rows, errors)
 
     existing = repo.questions_by_external_id(dataset_id, {q.external_id for _, q in good})
     created = updated = unchanged = 0
@@ -232,7 +238,12 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
         ]
     repo.flush()
     return ImportReport(
-        kind="questions", received=len(rows), created=created, updated=updated, unchanged=unchanged
+        kind="questions",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        notes=notes_of(rows),
     )
 
 
@@ -251,6 +262,8 @@ def question_read(q: Question, include_text: bool = False) -> QuestionRead:
                 start=p.start,
                 end=p.end,
                 text=p.document.text[p.start : p.end] if include_text else None,
+                location=p.location,
+                match_score=p.match_score,
             )
             for p in q.passages
         ],
@@ -277,8 +290,14 @@ def export_question_items(
     out = []
     for q in questions:
         item = q.model_dump(exclude={"id"})
+        # How a passage was located is not part of its import form (offsets are).
         item["passages"] = [
-            {k: v for k, v in p.items() if k != "text" or include_text} for p in item["passages"]
+            {
+                k: v
+                for k, v in p.items()
+                if (k != "text" or include_text) and k not in ("location", "match_score")
+            }
+            for p in item["passages"]
         ]
         out.append(item)
     return out

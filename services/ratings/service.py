@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
-from services.errors import Conflict, InvalidItems, ItemError
-from services.ingest import Row
+from services.errors import Conflict, ItemError
+from services.ingest import Row, notes_of
 from services.models import Rater, Rubric
 from services.ratings.repository import RatingRepository
 from services.ratings.schemas import (
@@ -29,7 +29,7 @@ from services.ratings.schemas import (
 )
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
-from services.validation import duplicate_errors, validate_rows
+from services.validation import duplicate_errors, invalid_rows, validate_rows
 
 
 def ensure_default_rubric(session: Session) -> Rubric:
@@ -58,9 +58,11 @@ def list_rubrics(session: Session) -> list[RubricRead]:
 def create_rubric(session: Session, data: RubricCreate) -> RubricRead:
     ensure_default_rubric(session)
     repo = RatingRepository(session)
-    if data.name in repo.rubrics():
+    taken = repo.rubrics().get(data.name)
+    if taken is not None:
         raise Conflict(
-            f"a rubric named {data.name!r} already exists", [ItemError(None, "name", "already taken")]
+            f"a rubric named {data.name!r} already exists (id {taken.id})",
+            [ItemError(None, "name", f"already taken by rubric {taken.id}")],
         )
     rubric = Rubric(name=data.name, min_score=data.min, max_score=data.max, levels=data.levels)
     repo.add(rubric)
@@ -77,7 +79,7 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
     good, errors = validate_rows(rows, RaterCreate)
     errors += duplicate_errors([(r, x.name) for r, x in good], "name")
     if errors:
-        raise InvalidItems(f"{len(errors)} invalid rater row(s); nothing was imported", errors)
+        raise invalid_rows("raters", rows, errors)
     repo = RatingRepository(session)
     existing = repo.raters()
     created = 0
@@ -87,7 +89,12 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
             created += 1
     repo.flush()
     return ImportReport(
-        kind="ratings", received=len(rows), created=created, updated=0, unchanged=len(good) - created
+        kind="ratings",
+        received=len(rows),
+        created=created,
+        updated=0,
+        unchanged=len(good) - created,
+        notes=notes_of(rows),
     )
 
 
@@ -172,7 +179,7 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
         errors.append(ItemError(None, "rubric", "one run is rated on one rubric; this batch mixes several"))
     if errors:
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise InvalidItems(f"{len(errors)} invalid rating row(s); nothing was imported", errors)
+        raise invalid_rows("ratings", rows, errors)
 
     existing = repo.existing(run_id, {o for _, o, *_ in resolved}, {r.id for _, _, r, _ in resolved})
     new: list[dict[str, object]] = []
@@ -191,7 +198,12 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     repo.update_many(changed)
     created, updated = len(new), len(changed)
     return ImportReport(
-        kind="ratings", received=len(rows), created=created, updated=updated, unchanged=unchanged
+        kind="ratings",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        notes=notes_of(rows),
     )
 
 

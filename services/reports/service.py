@@ -32,6 +32,7 @@ from services.reports.schemas import (
 )
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
+from services.scores.external import library_kind
 
 CiKind = Literal["fisher", "bca", "auto"]
 METHODS: tuple[Literal["pearson", "spearman", "kendall"], ...] = ("pearson", "spearman", "kendall")
@@ -142,6 +143,10 @@ def _library_kind(col: Column) -> tuple[str, str]:
     spec = registry.BY_NAME.get(col.metric.partition("@")[0])
     if spec is not None:
         return spec.library, spec.kind
+    # An imported score of a metric the service knows keeps that metric's kind (retrieval, generation...).
+    imported = library_kind(col.metric)
+    if imported is not None:
+        return imported
     return col.metric.split(".")[0], "overall"
 
 

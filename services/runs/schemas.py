@@ -133,7 +133,8 @@ class ChunkRead(BaseModel):
     end: int | None
     text: str
     score: float | None
-    location: str
+    location: str = Field(description="given | exact | normalized | fuzzy | unlocated")
+    match_score: float | None = Field(default=None, description="for a chunk located from its text, 0-100")
 
 
 class OutputRead(BaseModel):

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.datasets.service import get_dataset
-from services.errors import Conflict, InvalidItems, ItemError, NotFound
-from services.ingest import Row
+from services.errors import Conflict, ItemError, NotFound
+from services.ingest import Row, notes_of
 from services.locate import NormalizedText, locate
 from services.models import Document, Output, Question, Run
 from services.runs.repository import RunRepository
@@ -32,7 +32,7 @@ from services.runs.schemas import (
     RunCreate,
     RunRead,
 )
-from services.validation import validate_rows
+from services.validation import invalid_rows, validate_rows
 
 
 def get_run(session: Session, run_id: int) -> Run:
@@ -53,10 +53,11 @@ def lock_run(session: Session, run_id: int) -> Run:
 def create_run(session: Session, dataset_id: int, data: RunCreate) -> RunRead:
     get_dataset(session, dataset_id)
     repo = RunRepository(session)
-    if repo.by_name(dataset_id, data.name) is not None:
+    existing = repo.by_name(dataset_id, data.name)
+    if existing is not None:
         raise Conflict(
-            f"dataset {dataset_id} already has a run named {data.name!r}",
-            [ItemError(None, "name", "already taken")],
+            f"dataset {dataset_id} already has a run named {data.name!r} (id {existing.id})",
+            [ItemError(None, "name", f"already taken by run {existing.id}")],
         )
     run = Run(
         dataset_id=dataset_id,
@@ -311,7 +312,7 @@ def import_outputs(
         resolved.append((p, chunks))
     if errors:
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise InvalidItems(f"{len(errors)} invalid output row(s); nothing was imported", errors)
+        raise invalid_rows("outputs", rows, errors)
 
     repo = RunRepository(session)
     existing = repo.outputs_by_question(run_id)
@@ -382,6 +383,7 @@ def import_outputs(
         unchanged=unchanged,
         invalidated_ratings=ratings,
         invalidated_scores=scores,
+        notes=notes_of(rows),
     )
 
 
@@ -402,6 +404,7 @@ def output_read(o: Output, question: Question) -> OutputRead:
                 text=c.text,
                 score=c.score,
                 location=c.location,
+                match_score=c.match_score,
             )
             for c in o.chunks
         ],

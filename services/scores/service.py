@@ -9,21 +9,23 @@ import csv
 import io
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.orm import Session
 
+from services import kinds
 from services.datasets.schemas import ImportReport
-from services.errors import InvalidItems, ItemError
-from services.ingest import Row
+from services.errors import ItemError, WrongKind
+from services.ingest import Row, notes_of
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
+from services.scores.external import EXTERNAL_CONFIG, import_wide_scores
 from services.scores.repository import ScoreRepository
 from services.types import Number
-from services.validation import duplicate_errors, validate_rows
+from services.validation import duplicate_errors, invalid_rows, validate_rows
 
-EXTERNAL_CONFIG = "external"
 _EXTERNAL_NAME = re.compile(r"^external\.[a-z0-9_][a-z0-9_.:@-]*$")
 
 
@@ -87,7 +89,7 @@ def import_external_scores(session: Session, run_id: int, rows: list[Row]) -> Im
             resolved.append((item, target[1]))
     if errors:
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise InvalidItems(f"{len(errors)} invalid score row(s); nothing was imported", errors)
+        raise invalid_rows("scores", rows, errors)
 
     repo = ScoreRepository(session)
     unchanged = 0
@@ -132,7 +134,12 @@ def import_external_scores(session: Session, run_id: int, rows: list[Row]) -> Im
     repo.update_many(changed)
     created, updated = len(new), len(changed)
     return ImportReport(
-        kind="scores", received=len(rows), created=created, updated=updated, unchanged=unchanged
+        kind="scores",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        notes=notes_of(rows),
     )
 
 
@@ -188,3 +195,27 @@ def table_csv(header: list[str], rows: list[dict[str, Any]]) -> str:
     for row in rows:
         writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()
+
+
+def import_scores(
+    session: Session,
+    run_id: int,
+    rows: list[Row],
+    shape: str = "auto",
+    library: str | None = None,
+    higher_is_better: Sequence[str] = (),
+    lower_is_better: Sequence[str] = (),
+    metrics: Sequence[str] | None = None,
+) -> ImportReport:
+    """Precomputed scores in either shape: long rows ``{question_id, metric, value}`` or a wide export with
+    one column per metric (services.scores.external). ``auto`` tells them apart by a ``metric`` column."""
+    keys = kinds.keys_of(r.data for r in rows)
+    found = kinds.detect(keys)
+    if found is not None and found[0].name in ("ratings", "documents", "questions", "raters"):
+        message = kinds.wrong_kind_message(found[0], found[1], "scores")
+        raise WrongKind(message, [ItemError(None, "(file)", message)])
+    if shape == "auto":
+        shape = "long" if keys & {"metric", "metric_name"} else "wide"
+    if shape == "long":
+        return import_external_scores(session, run_id, rows)
+    return import_wide_scores(session, run_id, rows, library, higher_is_better, lower_is_better, metrics)

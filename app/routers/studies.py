@@ -1,0 +1,149 @@
+"""A team's own study in one import: a Ragas, RAGChecker, DeepEval or plain file, optionally with a corpus
+and gold passages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from pydantic import ValidationError
+
+from app.deps import SettingsDep
+from app.errors import responses
+from services.db import session_scope
+from services.errors import InvalidItems, ItemError, MalformedInput, PayloadTooLarge
+from services.studies import service
+from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
+from services.validation import loc_to_field
+
+router = APIRouter(tags=["studies"])
+T = TypeVar("T")
+# A plan made against a snapshot that another import changed before this one could write is made again.
+ATTEMPTS = 3
+
+
+async def _in_transaction(request: Request, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(session, *args)`` in a worker thread, in one short transaction of its own."""
+
+    def work() -> T:
+        with session_scope(request.app.state.session_factory) as session:
+            return fn(session, *args)
+
+    return await anyio.to_thread.run_sync(work)
+
+
+def _names(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | None:
+    if upload is None:
+        return None
+    raw = await upload.read(limit + 1)
+    if len(raw) > limit:
+        raise PayloadTooLarge(
+            f"{field} exceeds the limit of {limit} bytes (setting RAGMETA_MAX_UPLOAD_BYTES)",
+            [ItemError(None, field, f"more than {limit} bytes")],
+        )
+    return raw
+
+
+@router.post(
+    "/studies/import",
+    status_code=201,
+    response_model=StudyImportRead,
+    responses=responses(400, 404, 409, 413, 415, 422),
+)
+async def import_study(
+    request: Request,
+    settings: SettingsDep,
+    file: Annotated[
+        UploadFile,
+        File(
+            description="the study: Ragas rows (JSON, JSONL or Ragas' CSV), RAGChecker input/results JSON, "
+            "DeepEval test cases / goldens (JSON, JSONL, CSV), or a plain CSV/JSONL with one row per question"
+        ),
+    ],
+    corpus: Annotated[
+        UploadFile | None,
+        File(description="documents (JSON/JSONL {external_id, title, text}) or a .zip/.tar.gz of text files"),
+    ] = None,
+    passages: Annotated[
+        UploadFile | None,
+        File(
+            description="gold passages beside the file: {question_id, text} or {question_id, document_id, "
+            "start, end}, one per row"
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None, Form(description="dataset name: created, or added to if it exists")
+    ] = None,
+    dataset_id: Annotated[int | None, Form(description="an existing dataset to add to")] = None,
+    language: Annotated[str, Form(description="language of a new dataset")] = "en",
+    run: Annotated[str | None, Form(description="name of the new run (default: the file name)")] = None,
+    format: Annotated[StudyFormat, Form(description="auto detects Ragas, RAGChecker and DeepEval")] = "auto",
+    columns: Annotated[
+        str | None,
+        Form(description='plain files: a JSON object field -> column, e.g. {"question": "Frage"}'),
+    ] = None,
+    list_separator: Annotated[str | None, Form(description="plain files: list cells joined with it")] = None,
+    fuzzy_threshold: Annotated[float, Form(description="minimum fuzzy match score, 0-100")] = 90.0,
+    higher_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
+    lower_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
+    scores: Annotated[str, Form(description="auto: import the file's metric columns; skip: do not")] = "auto",
+) -> StudyImportRead:
+    """Create (or add to) a dataset, its questions with reference answers and gold passages, a run with its
+    outputs and the file's metric columns, in one atomic import.
+
+    Passages and chunks given as text are located in the corpus: exact, then Unicode- and
+    whitespace-normalised, then fuzzy (rapidfuzz, at least `fuzzy_threshold`); each records how it was found
+    and its score. A gold passage that cannot be found rejects the import (its question and best score are
+    named); a retrieved chunk that cannot be found is kept as unlocated. Without a corpus, the dataset's
+    documents are used, or documents are derived from the contexts (said in `notes`).
+    """
+    limit = settings.max_upload_bytes
+    try:
+        mapping = json.loads(columns) if columns else {}
+    except json.JSONDecodeError as exc:
+        raise MalformedInput("columns is not JSON", [ItemError(None, "columns", exc.msg)]) from exc
+    try:
+        options = StudyOptions(
+            dataset=dataset,
+            dataset_id=dataset_id,
+            language=language,
+            run=run,
+            format=format,
+            columns=mapping,
+            list_separator=list_separator,
+            fuzzy_threshold=fuzzy_threshold,
+            higher_is_better=_names(higher_is_better),
+            lower_is_better=_names(lower_is_better),
+            scores=scores,
+        )
+    except ValidationError as exc:
+        raise InvalidItems(
+            "the import options are not valid",
+            [ItemError(None, loc_to_field(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)],
+        ) from exc
+    raw = await _read(file, "file", limit)
+    assert raw is not None
+    files = service.StudyFiles(
+        study=raw,
+        study_name=file.filename,
+        corpus=await _read(corpus, "corpus", limit),
+        corpus_name=corpus.filename if corpus else None,
+        passages=await _read(passages, "passages", limit),
+        passages_name=passages.filename if passages else None,
+    )
+    for attempt in range(1, ATTEMPTS + 1):
+        snap = await _in_transaction(request, service.snapshot, options)
+        plan = await anyio.to_thread.run_sync(service.plan, snap, files, options, limit)
+        try:
+            return await _in_transaction(request, service.write, plan)
+        except service.StaleSnapshot:
+            if attempt == ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")

@@ -1,0 +1,144 @@
+"""Options and answer of a one-step study import."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from services.corpus import DEFAULT_THRESHOLD
+
+StudyFormat = Literal["auto", "ragas", "ragchecker", "deepeval", "mapped"]
+FIELDS = (
+    "question_id",
+    "question",
+    "reference_answer",
+    "answer",
+    "retrieved_contexts",
+    "retrieved_ids",
+    "gold_passages",
+    "gold_ids",
+    "types",
+    "answerable",
+)
+
+
+class StudyOptions(BaseModel):
+    """How to read a study file and where to put it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="name of the dataset to create, or to add to when it exists",
+    )
+    dataset_id: int | None = Field(default=None, ge=1, description="an existing dataset to add to")
+    language: str = Field(default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+    run: str | None = Field(
+        default=None, min_length=1, max_length=200, description="name of the new run (default: the file name)"
+    )
+    format: StudyFormat = "auto"
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"for a plain CSV/JSONL: field -> column name, fields among {', '.join(FIELDS)}",
+    )
+    list_separator: str | None = Field(
+        default=None, min_length=1, max_length=3, description="for list cells written as 'a|b' (plain files)"
+    )
+    fuzzy_threshold: float = Field(default=DEFAULT_THRESHOLD, ge=50, le=100)
+    higher_is_better: list[str] = Field(default_factory=list, description="metric columns, higher is better")
+    lower_is_better: list[str] = Field(default_factory=list, description="metric columns, lower is better")
+    scores: Literal["auto", "skip"] = Field(
+        default="auto", description="import the file's metric columns (auto) or not (skip)"
+    )
+
+    @field_validator("columns")
+    @classmethod
+    def _fields(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field(s) {unknown}; fields are {', '.join(FIELDS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_dataset(self) -> StudyOptions:
+        if (self.dataset is None) == (self.dataset_id is None):
+            raise ValueError("give the dataset's name (dataset) or the id of an existing one (dataset_id)")
+        return self
+
+
+class DatasetRef(BaseModel):
+    id: int
+    name: str
+    created: bool
+
+
+class RunRef(BaseModel):
+    id: int
+    name: str
+
+
+class FileInfo(BaseModel):
+    name: str | None
+    kind: Literal["json", "jsonl", "csv"]
+    encoding: str
+    delimiter: str | None
+    rows: int
+
+
+class Counts(BaseModel):
+    received: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class CorpusInfo(BaseModel):
+    source: Literal["corpus", "existing", "derived"] = Field(
+        description="corpus: the uploaded corpus (and the dataset's documents); existing: the dataset's "
+        "documents; derived: documents made from the file's contexts"
+    )
+    name: str | None
+    documents: Counts
+
+
+class QuestionCounts(Counts):
+    with_reference_answer: int = 0
+    with_gold_passages: int = 0
+
+
+class Located(BaseModel):
+    """How texts given without offsets were found (scores: 0-100, see services.corpus)."""
+
+    total: int = 0
+    given: int = 0
+    exact: int = 0
+    normalized: int = 0
+    fuzzy: int = 0
+    unlocated: int = 0
+    lowest_fuzzy_score: float | None = None
+
+
+class ScoresInfo(BaseModel):
+    metrics: list[str] = Field(default_factory=list)
+    created: int = 0
+    not_imported: list[str] = Field(
+        default_factory=list, description="numeric columns left out, and why (unknown direction, skip)"
+    )
+
+
+class StudyImportRead(BaseModel):
+    dataset: DatasetRef
+    run: RunRef | None
+    format: Literal["ragas", "ragchecker", "deepeval", "mapped"]
+    file: FileInfo
+    corpus: CorpusInfo
+    questions: QuestionCounts
+    passages: Located
+    outputs: int
+    chunks: Located
+    scores: ScoresInfo
+    fuzzy_threshold: float
+    notes: list[str]
