@@ -17,6 +17,7 @@ from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
     datasets,
+    deletion,
     generation,
     health,
     home,
@@ -126,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reports,
         jobs,
         studies,
+        deletion,
     ):
         app.include_router(module.router)
 
