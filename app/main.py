@@ -108,6 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_session_factory = make_session_factory(engine, write=False)
     # Report renders are CPU-bound: a few at a time, waiting on the loop rather than in pool threads.
     app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
+    # Study imports parse and locate text (CPU) in threads: a few at a time.
+    app.state.import_limiter = anyio.CapacityLimiter(settings.max_concurrent_imports)
     app.state.report_cache = ReportCache(settings.report_cache_size)
     app.state.report_inflight = {}
     app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)

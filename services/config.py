@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     report_processes: int = Field(default=1, ge=0, le=64)
     # Reports computed at once in API threads when report_processes is 0.
     max_concurrent_reports: int = Field(default=2, ge=1)
+    # Study imports planned (parsed, passages located) at once; others wait their turn.
+    max_concurrent_imports: int = Field(default=2, ge=1)
     # Computed reports kept in memory, keyed on the data they were computed from.
     report_cache_size: int = Field(default=64, ge=0)
     host: str = "127.0.0.1"

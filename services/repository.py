@@ -60,12 +60,8 @@ class Repository:
         self.session.execute(insert(model), list(rows))
         return []
 
-    def insert_many(self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> None:
-        """New rows of one table as one set operation (column defaults applied): see ``insert_rows``."""
-        self.insert_rows(model, rows)
-
     def insert_returning_ids(self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> list[int]:
-        """Like ``insert_many``; returns the new ids in the order of ``rows``."""
+        """``insert_rows`` returning the new ids in the order of ``rows``."""
         return [int(i) for i in self.insert_rows(model, rows, with_ids=True)]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from app.deps import SessionDep, SettingsDep
+from app.deps import DatasetId, JobId, RunId, SessionDep, SettingsDep
 from app.errors import responses
 from services.deletion import service
 from services.deletion.service import DeleteReport
@@ -17,14 +17,14 @@ Cascade = Query(False, description="also delete what depends on it (listed in th
     "/datasets/{dataset_id}", response_model=DeleteReport, responses=responses(404, 409), tags=["datasets"]
 )
 def delete_dataset(
-    dataset_id: int, session: SessionDep, settings: SettingsDep, cascade: bool = Cascade
+    dataset_id: DatasetId, session: SessionDep, settings: SettingsDep, cascade: bool = Cascade
 ) -> DeleteReport:
     """Delete a dataset; with `cascade=true` its documents, questions, runs and everything under them too."""
     return service.delete_dataset(session, dataset_id, cascade, settings.data_dir)
 
 
 @router.delete("/runs/{run_id}", response_model=DeleteReport, responses=responses(404, 409), tags=["runs"])
-def delete_run(run_id: int, session: SessionDep, cascade: bool = Cascade) -> DeleteReport:
+def delete_run(run_id: RunId, session: SessionDep, cascade: bool = Cascade) -> DeleteReport:
     """Delete a run; with `cascade=true` its outputs, their ratings and scores, and its jobs too."""
     return service.delete_run(session, run_id, cascade)
 
@@ -33,7 +33,7 @@ def delete_run(run_id: int, session: SessionDep, cascade: bool = Cascade) -> Del
     "/runs/{run_id}/ratings", response_model=DeleteReport, responses=responses(404, 422), tags=["ratings"]
 )
 def delete_ratings(
-    run_id: int, session: SessionDep, rater: str = Query(min_length=1, description="the rater's name")
+    run_id: RunId, session: SessionDep, rater: str = Query(min_length=1, description="the rater's name")
 ) -> DeleteReport:
     """Delete one rater's ratings on this run (the rater stays registered)."""
     return service.delete_ratings(session, run_id, rater)
@@ -45,7 +45,7 @@ def delete_ratings(
     responses=responses(404, 422),
     tags=["scoring"],
 )
-def delete_scores(run_id: int, metric: str, session: SessionDep) -> DeleteReport:
+def delete_scores(run_id: RunId, metric: str, session: SessionDep) -> DeleteReport:
     """Delete an imported metric's scores (`external.*`) on this run."""
     return service.delete_scores(session, run_id, metric)
 
@@ -53,7 +53,7 @@ def delete_scores(run_id: int, metric: str, session: SessionDep) -> DeleteReport
 @router.delete(
     "/jobs/{job_id}/results", response_model=DeleteReport, responses=responses(404, 409, 422), tags=["jobs"]
 )
-def delete_job_results(job_id: int, session: SessionDep, cascade: bool = Cascade) -> DeleteReport:
+def delete_job_results(job_id: JobId, session: SessionDep, cascade: bool = Cascade) -> DeleteReport:
     """Delete what a job produced: a scoring job's scores, or a generation job's outputs (with
     `cascade=true`, their ratings and scores too). The job's record stays."""
     return service.delete_job_results(session, job_id, cascade)

@@ -4,35 +4,26 @@ and gold passages."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from functools import partial
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from pydantic import ValidationError
 
-from app.deps import SettingsDep
+from app.deps import SettingsDep, run_in_session
 from app.errors import responses
-from services.db import session_scope
+from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput, PayloadTooLarge
 from services.studies import service
 from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
 from services.validation import loc_to_field
 
 router = APIRouter(tags=["studies"])
-T = TypeVar("T")
 # A plan made against a snapshot that another import changed before this one could write is made again.
 ATTEMPTS = 3
-
-
-async def _in_transaction(request: Request, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(session, *args)`` in a worker thread, in one short transaction of its own."""
-
-    def work() -> T:
-        with session_scope(request.app.state.session_factory) as session:
-            return fn(session, *args)
-
-    return await anyio.to_thread.run_sync(work)
+# Declares the route an upload for the request guard (the larger body limit, streamed) and in OpenAPI.
+UPLOAD: dict[str, Any] = {"requestBody": {"content": {"multipart/form-data": {}}}}
 
 
 def _names(value: str | None) -> list[str]:
@@ -56,6 +47,7 @@ async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | No
     status_code=201,
     response_model=StudyImportRead,
     responses=responses(400, 404, 409, 413, 415, 422),
+    openapi_extra=UPLOAD,
 )
 async def import_study(
     request: Request,
@@ -138,11 +130,17 @@ async def import_study(
         passages=await _read(passages, "passages", limit),
         passages_name=passages.filename if passages else None,
     )
+    state = request.app.state
     for attempt in range(1, ATTEMPTS + 1):
-        snap = await _in_transaction(request, service.snapshot, options)
-        plan = await anyio.to_thread.run_sync(service.plan, snap, files, options, limit)
+        # A short read, planning (parsing, locating: CPU) outside any transaction, then one short write.
+        snap = await anyio.to_thread.run_sync(
+            partial(run_transaction, state.read_session_factory, service.snapshot, options)
+        )
+        plan = await anyio.to_thread.run_sync(
+            service.plan, snap, files, options, limit, limiter=state.import_limiter
+        )
         try:
-            return await _in_transaction(request, service.write, plan)
+            return await run_in_session(request, service.write, plan)
         except service.StaleSnapshot:
             if attempt == ATTEMPTS:
                 raise

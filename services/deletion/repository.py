@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import CompoundSelect, Select, delete, func, select
 
 from services.models import (
     Dataset,
@@ -15,11 +15,13 @@ from services.models import (
     Job,
     JobItem,
     MetricScore,
+    MetricScoreHistory,
     Output,
     Passage,
     Question,
     Rater,
     Rating,
+    RatingHistory,
     RetrievedChunk,
     Run,
 )
@@ -27,7 +29,7 @@ from services.repository import Repository
 
 
 class DeletionRepository(Repository):
-    def count(self, stmt: Select[Any]) -> int:
+    def count(self, stmt: Select[Any] | CompoundSelect[Any]) -> int:
         return int(self.session.scalar(select(func.count()).select_from(stmt.subquery())) or 0)
 
     def _delete(self, model: Any, condition: Any) -> int:
@@ -63,6 +65,15 @@ class DeletionRepository(Repository):
     def scores_on(self, outputs: Select[Any]) -> Select[Any]:
         return select(MetricScore.id).where(MetricScore.output_id.in_(outputs.scalar_subquery()))
 
+    def retired_on(self, outputs: Select[Any]) -> CompoundSelect[Any]:
+        """Ratings and scores of earlier answers of these outputs (the history tables), as one count."""
+        sub = outputs.scalar_subquery()
+        return (
+            select(RatingHistory.id)
+            .where(RatingHistory.output_id.in_(sub))
+            .union_all(select(MetricScoreHistory.id).where(MetricScoreHistory.output_id.in_(sub)))
+        )
+
     def jobs(self) -> Sequence[Job]:
         return self.session.scalars(select(Job).order_by(Job.id)).all()
 
@@ -79,30 +90,35 @@ class DeletionRepository(Repository):
         )
         return [i for i, gen in self.session.execute(stmt) if (gen or {}).get("kind") != "external"]
 
-    def ratings_of_rater(self, run_id: int, rater_id: int) -> Select[Any]:
-        return select(Rating.id).where(
-            Rating.rater_id == rater_id, Rating.output_id.in_(self.outputs_of_run(run_id).scalar_subquery())
+    def ratings_of_rater(self, run_id: int, rater_id: int, history: bool = False) -> Select[Any]:
+        model: Any = RatingHistory if history else Rating
+        return select(model.id).where(
+            model.rater_id == rater_id, model.output_id.in_(self.outputs_of_run(run_id).scalar_subquery())
         )
 
-    def scores_of_metric(self, run_id: int, metric: str) -> Select[Any]:
-        return select(MetricScore.id).where(
-            MetricScore.metric == metric,
-            MetricScore.output_id.in_(self.outputs_of_run(run_id).scalar_subquery()),
+    def scores_of_metric(self, run_id: int, metric: str, history: bool = False) -> Select[Any]:
+        model: Any = MetricScoreHistory if history else MetricScore
+        return select(model.id).where(
+            model.metric == metric, model.output_id.in_(self.outputs_of_run(run_id).scalar_subquery())
         )
 
-    def scores_of_job(self, job_id: int) -> Select[Any]:
-        return select(MetricScore.id).where(MetricScore.job_id == job_id)
+    def scores_of_job(self, job_id: int, history: bool = False) -> Select[Any]:
+        model: Any = MetricScoreHistory if history else MetricScore
+        return select(model.id).where(model.job_id == job_id)
 
     # Deletes.
     def delete_ids(self, model: Any, ids: Select[Any]) -> int:
         return self._delete(model, model.id.in_(ids.scalar_subquery()))
 
     def delete_outputs(self, outputs: Select[Any]) -> dict[str, int]:
-        """Outputs with everything that hangs from them: ratings, metric scores, retrieved chunks."""
+        """Outputs with everything that hangs from them: ratings and metric scores (and those of earlier
+        answers, in the history tables), retrieved chunks."""
         sub = outputs.scalar_subquery()
         out = {
             "rating": self._delete(Rating, Rating.output_id.in_(sub)),
+            "rating_history": self._delete(RatingHistory, RatingHistory.output_id.in_(sub)),
             "metric_score": self._delete(MetricScore, MetricScore.output_id.in_(sub)),
+            "metric_score_history": self._delete(MetricScoreHistory, MetricScoreHistory.output_id.in_(sub)),
             "retrieved_chunk": self._delete(RetrievedChunk, RetrievedChunk.output_id.in_(sub)),
         }
         out["output"] = self._delete(Output, Output.id.in_(sub))

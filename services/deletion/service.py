@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from services.deletion.repository import DeletionRepository
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
-from services.models import Dataset, Job, MetricScore, Rating, Run
+from services.models import Dataset, Job, MetricScore, MetricScoreHistory, Rating, RatingHistory, Run
+from services.runs.repository import RunRepository
 
 ACTIVE = ("queued", "running")
 
@@ -32,6 +33,8 @@ class DeleteReport(BaseModel):
 
 
 def _n(count: int, plural: str) -> str:
+    if plural.startswith("ratings and scores"):
+        return f"{count} {'rating or score' if count == 1 else plural} of earlier answers"
     return f"{count} {plural if count != 1 else plural.removesuffix('s')}"
 
 
@@ -79,6 +82,8 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: P
     if dataset is None:
         raise NotFound(f"dataset {dataset_id} does not exist")
     run_ids = set(session.scalars(repo.runs_of(dataset_id)))
+    for rid in sorted(run_ids):  # in id order, as every writer locks runs, so no two deletes deadlock
+        RunRepository(session).get_for_update(rid)
     jobs = _jobs_of(repo, run_ids, dataset_id)
     what = f"dataset {dataset_id} ({dataset.name!r})"
     _no_active(jobs, what)
@@ -87,6 +92,7 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: P
     counts["outputs"] = repo.count(outputs)
     counts["ratings"] = repo.count(repo.ratings_on(outputs))
     counts["metric scores"] = repo.count(repo.scores_on(outputs))
+    counts["ratings and scores"] = repo.count(repo.retired_on(outputs))
     counts["jobs"] = len(jobs)
     if any(counts.values()) and not cascade:
         raise _refuse(what, counts)
@@ -107,7 +113,7 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: P
 def delete_run(session: Session, run_id: int, cascade: bool) -> DeleteReport:
     """Delete a run; with ``cascade`` also its outputs (chunks, ratings, scores) and its jobs."""
     repo = DeletionRepository(session)
-    run = session.get(Run, run_id)
+    run = RunRepository(session).get_for_update(run_id)
     if run is None:
         raise NotFound(f"run {run_id} does not exist")
     jobs = _jobs_of(repo, {run_id}, None)
@@ -118,6 +124,7 @@ def delete_run(session: Session, run_id: int, cascade: bool) -> DeleteReport:
         "outputs": repo.count(outputs),
         "ratings": repo.count(repo.ratings_on(outputs)),
         "metric scores": repo.count(repo.scores_on(outputs)),
+        "ratings and scores": repo.count(repo.retired_on(outputs)),
         "jobs": len(jobs),
     }
     if any(counts.values()) and not cascade:
@@ -130,26 +137,28 @@ def delete_run(session: Session, run_id: int, cascade: bool) -> DeleteReport:
 
 
 def delete_ratings(session: Session, run_id: int, rater: str) -> DeleteReport:
-    """Delete one rater's ratings on one run (the rater stays registered). Raises NotFound."""
+    """Delete one rater's ratings on one run, with those of earlier answers kept in history (the rater stays
+    registered). Raises NotFound."""
     repo = DeletionRepository(session)
-    if session.get(Run, run_id) is None:
+    if RunRepository(session).get_for_update(run_id) is None:
         raise NotFound(f"run {run_id} does not exist")
     who = repo.rater(rater)
     if who is None:
         raise NotFound(f"no rater named {rater!r}", [ItemError(None, "rater", "unknown")])
     ids = repo.ratings_of_rater(run_id, who.id)
-    if not repo.count(ids):
+    old = repo.ratings_of_rater(run_id, who.id, history=True)
+    if not repo.count(ids) and not repo.count(old):
         raise NotFound(
             f"rater {rater!r} has no rating on run {run_id}", [ItemError(None, "rater", "no rating")]
         )
-    n = repo.delete_ids(Rating, ids)
-    return DeleteReport(deleted=f"ratings of {rater!r} on run {run_id}", rows={"rating": n})
+    rows = {"rating": repo.delete_ids(Rating, ids), "rating_history": repo.delete_ids(RatingHistory, old)}
+    return DeleteReport(deleted=f"ratings of {rater!r} on run {run_id}", rows=rows)
 
 
 def delete_scores(session: Session, run_id: int, metric: str) -> DeleteReport:
     """Delete an imported metric's scores (``external.*``) on one run. Raises NotFound, InvalidItems."""
     repo = DeletionRepository(session)
-    if session.get(Run, run_id) is None:
+    if RunRepository(session).get_for_update(run_id) is None:
         raise NotFound(f"run {run_id} does not exist")
     if not metric.startswith("external."):
         raise InvalidItems(
@@ -158,10 +167,14 @@ def delete_scores(session: Session, run_id: int, metric: str) -> DeleteReport:
             [ItemError(None, "metric", "not an imported (external.*) metric")],
         )
     ids = repo.scores_of_metric(run_id, metric)
-    if not repo.count(ids):
+    old = repo.scores_of_metric(run_id, metric, history=True)
+    if not repo.count(ids) and not repo.count(old):
         raise NotFound(f"run {run_id} has no score of {metric!r}", [ItemError(None, "metric", "no score")])
-    n = repo.delete_ids(MetricScore, ids)
-    return DeleteReport(deleted=f"scores of {metric} on run {run_id}", rows={"metric_score": n})
+    rows = {
+        "metric_score": repo.delete_ids(MetricScore, ids),
+        "metric_score_history": repo.delete_ids(MetricScoreHistory, old),
+    }
+    return DeleteReport(deleted=f"scores of {metric} on run {run_id}", rows=rows)
 
 
 def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteReport:
@@ -175,9 +188,13 @@ def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteRe
     _no_active([job], what)
     params: dict[str, Any] = job.params or {}
     if job.kind == "scoring":
-        ids = repo.scores_of_job(job_id)
-        n = repo.delete_ids(MetricScore, ids)
-        return DeleteReport(deleted=f"results of {what}", rows={"metric_score": n})
+        rows = {
+            "metric_score": repo.delete_ids(MetricScore, repo.scores_of_job(job_id)),
+            "metric_score_history": repo.delete_ids(
+                MetricScoreHistory, repo.scores_of_job(job_id, history=True)
+            ),
+        }
+        return DeleteReport(deleted=f"results of {what}", rows=rows)
     if job.kind == "generate":
         keys = [int(k) for k in repo.job_keys(job_id) if k.isdigit()]
         outputs = repo.outputs_in(repo.generated_outputs(int(params.get("run_id", 0)), keys))
@@ -185,6 +202,7 @@ def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteRe
             "outputs": repo.count(outputs),
             "ratings": repo.count(repo.ratings_on(outputs)),
             "metric scores": repo.count(repo.scores_on(outputs)),
+            "ratings and scores": repo.count(repo.retired_on(outputs)),
         }
         dependants = {k: v for k, v in counts.items() if k != "outputs"}
         if any(dependants.values()) and not cascade:

@@ -25,7 +25,7 @@ from services.ingest import Row, notes_of
 from services.metrics import registry
 from services.models import MetricScore, Question
 from services.runs.repository import RunRepository
-from services.runs.service import get_run
+from services.runs.service import lock_run
 from services.scores.repository import ScoreRepository
 from services.validation import invalid_rows
 
@@ -405,7 +405,7 @@ def import_wide_scores(
     Fails (InvalidItems) when the library cannot be told and is not given, a metric's direction is unknown,
     a row matches no question (by id or exact text) or a question without an output in the run, two rows
     are about one question, or a metric cell is not a number."""
-    run = get_run(session, run_id)
+    run = lock_run(session, run_id)
     flat = [flatten(r.data) if isinstance(r.data, dict) else {} for r in rows]
     errors: list[ItemError] = [
         ItemError(r.index, "(row)", "must be an object", r.line) for r in rows if not isinstance(r.data, dict)
@@ -516,6 +516,6 @@ def upsert_scores(
                 score.value, score.reason, score.details = value, row["reason"], row["details"]
                 score.error = None
                 updated += 1
-    repo.insert_many(MetricScore, new_rows)
+    repo.insert_rows(MetricScore, new_rows)
     repo.flush()
     return created, updated, unchanged

@@ -49,6 +49,16 @@ class StudyRepository(Repository):
     def dataset(self, dataset_id: int) -> Dataset | None:
         return self.session.get(Dataset, dataset_id)
 
+    def lock_dataset(self, dataset_id: int) -> Dataset | None:
+        """The dataset, row-locked until the transaction ends (PostgreSQL; SQLite serialises writers), so two
+        imports into one dataset write one after the other and the second sees the first."""
+        return self.session.scalar(
+            select(Dataset)
+            .where(Dataset.id == dataset_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+
     def dataset_by_name(self, name: str) -> Dataset | None:
         return self.session.scalar(select(Dataset).where(Dataset.name == name))
 

@@ -649,7 +649,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
     snap = p.snapshot
     now = utcnow()
     if snap.dataset_id is not None:
-        ds = repo.dataset(snap.dataset_id)
+        ds = repo.lock_dataset(snap.dataset_id)
         if ds is None or repo.stamp(snap.dataset_id) != snap.stamp:
             raise StaleSnapshot(
                 f"dataset {snap.dataset_id} changed while this import was prepared; nothing was written",
@@ -748,7 +748,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                     "match_score": s.score,
                 }
             )
-    repo.insert_many(Passage, passage_rows)
+    repo.insert_rows(Passage, passage_rows)
 
     # The run, its outputs, chunks and scores.
     run_ref = None
@@ -809,8 +809,8 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                 )
             for m in p.metrics:
                 score_rows.append(score_row(m, p.library, oid, o.scores.get(m.name)))
-        repo.insert_many(RetrievedChunk, chunk_rows)
-        repo.insert_many(MetricScore, score_rows)
+        repo.insert_rows(RetrievedChunk, chunk_rows)
+        repo.insert_rows(MetricScore, score_rows)
         score_count = len(score_rows)
     repo.flush()
 

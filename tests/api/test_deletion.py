@@ -87,6 +87,12 @@ def world(client: TestClient) -> Iterator[dict[str, int]]:
             job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.bleu"]}).json()
             ids[f"{ds_name}_{run_name}_job"] = job["id"]
             drain(client)
+    # A new answer to q4 in a/r2: its ratings and scores move to the history tables.
+    changed = [
+        {**o, "answer": "Une autre réponse."} if o["question_id"] == "q4" else o for o in native_outputs()
+    ]
+    report = client.post(f"/runs/{ids['a_r2']}/outputs", json=changed).json()
+    assert report["invalidated_ratings"] == 2 and report["invalidated_scores"] == 2
     yield ids
 
 
@@ -95,8 +101,8 @@ def test_dataset(client: TestClient, engine: Engine, world: dict[str, int]) -> N
     before = snapshot(engine)
     body = assert_envelope(client.delete(f"/datasets/{ds}"), 409)
     assert body["detail"].startswith(
-        f"dataset {ds} ('a') has 3 documents, 5 questions, 2 runs, 4 outputs, 8 ratings, 10 metric scores, "
-        "2 jobs:"
+        f"dataset {ds} ('a') has 3 documents, 5 questions, 2 runs, 4 outputs, 6 ratings, 8 metric scores, "
+        "4 ratings and scores of earlier answers, 2 jobs:"
     )
     assert "cascade=true" in body["detail"]
     assert {i["field"] for i in body["items"]} == {
@@ -106,6 +112,7 @@ def test_dataset(client: TestClient, engine: Engine, world: dict[str, int]) -> N
         "outputs",
         "ratings",
         "metric scores",
+        "ratings and scores",
         "jobs",
     }
     assert removed(before, snapshot(engine)) == {}
@@ -130,7 +137,13 @@ def test_dataset(client: TestClient, engine: Engine, world: dict[str, int]) -> N
         i for i, o in col(before, engine, "metric_score", "output_id").items() if o in outputs
     }
     assert gone["job"] == {world["a_r1_job"], world["a_r2_job"]}
+    assert gone["rating_history"] == {
+        i for i, o in col(before, engine, "rating_history", "output_id").items() if o in outputs
+    }
+    assert len(gone["rating_history"]) == 2 and len(gone["metric_score_history"]) == 2
     assert set(gone) == {
+        "rating_history",
+        "metric_score_history",
         "dataset",
         "run",
         "output",
@@ -151,10 +164,13 @@ def test_dataset(client: TestClient, engine: Engine, world: dict[str, int]) -> N
 
 
 def test_run(client: TestClient, engine: Engine, world: dict[str, int]) -> None:
-    run = world["a_r1"]
+    run = world["a_r2"]
     before = snapshot(engine)
     body = assert_envelope(client.delete(f"/runs/{run}"), 409)
-    assert body["detail"].startswith(f"run {run} ('r1') has 2 outputs, 4 ratings, 5 metric scores, 1 job:")
+    assert body["detail"].startswith(
+        f"run {run} ('r2') has 2 outputs, 2 ratings, 3 metric scores, "
+        "4 ratings and scores of earlier answers, 1 job:"
+    )
     r = client.delete(f"/runs/{run}", params={"cascade": True})
     assert r.status_code == 200, r.text
     gone = removed(before, snapshot(engine))
@@ -163,16 +179,26 @@ def test_run(client: TestClient, engine: Engine, world: dict[str, int]) -> None:
     assert gone["rating"] == {
         i for i, o in col(before, engine, "rating", "output_id").items() if o in outputs
     }
-    assert gone["job"] == {world["a_r1_job"]}
-    assert set(gone) == {"run", "output", "retrieved_chunk", "rating", "metric_score", "job", "job_item"}
+    assert gone["job"] == {world["a_r2_job"]}
+    assert set(gone) == {
+        "run",
+        "output",
+        "retrieved_chunk",
+        "rating",
+        "rating_history",
+        "metric_score",
+        "metric_score_history",
+        "job",
+        "job_item",
+    }
     # the dataset's other run and its questions are still there
-    assert client.get(f"/runs/{world['a_r2']}/outputs").status_code == 200
+    assert client.get(f"/runs/{world['a_r1']}/outputs").status_code == 200
     empty = make_run(client, world["ds_a"], "empty")
     assert client.delete(f"/runs/{empty}").json()["rows"]["run"] == 1
 
 
 def test_active_jobs_are_never_cut_even_with_cascade(client: TestClient, world: dict[str, int]) -> None:
-    run = world["a_r2"]
+    run = world["a_r1"]
     job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.rouge_l"]}).json()
     assert job["status"] == "queued"
     body = assert_envelope(client.delete(f"/runs/{run}", params={"cascade": True}), 409)
@@ -197,6 +223,12 @@ def test_a_raters_ratings_on_a_run(client: TestClient, engine: Engine, world: di
     assert gone == {"rating": expected} and len(expected) == 2
     assert {x["rater"] for x in client.get(f"/runs/{run}/ratings").json()} == {"bob"}
     assert assert_envelope(client.delete(f"/runs/{run}/ratings", params={"rater": "alice"}), 404)
+    # on a run whose answers changed, a rater's ratings of the earlier answers go too
+    run2 = world["a_r2"]
+    before = snapshot(engine)
+    r = client.delete(f"/runs/{run2}/ratings", params={"rater": "bob"})
+    assert r.json()["rows"] == {"rating": 1, "rating_history": 1}
+    assert set(removed(before, snapshot(engine))) == {"rating", "rating_history"}
     assert_envelope(client.delete(f"/runs/{run}/ratings", params={"rater": "nobody"}), 404)
     assert_envelope(client.delete("/runs/999/ratings", params={"rater": "alice"}), 404)
 
