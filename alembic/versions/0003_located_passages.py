@@ -1,6 +1,6 @@
 """passages and chunks located from text record how and their match score
 
-Revision ID: 0004
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-01 01:00:00
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "0004"
+revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
