@@ -24,13 +24,14 @@ from services.rag.repository import IndexRepository
 from services.retrieval import (
     ANALYZER_VERSION,
     BM25Index,
-    DenseIndex,
+    DenseSearch,
     HybridRetriever,
     chunk_document,
     default_model_path,
     get_analyzer,
     load_or_build_bm25,
     load_or_build_dense,
+    open_dense,
 )
 
 PARTS = ("chunks", "bm25", "dense")
@@ -53,12 +54,17 @@ class LoadedIndex:
     retriever: HybridRetriever
 
 
-_cache: dict[tuple[str, str, str], LoadedIndex] = {}
+_cache: dict[tuple[str, str, str, DenseSearch], LoadedIndex] = {}
 _lock = threading.Lock()
 
 
 def _model(settings: Settings) -> str:
     return settings.embeddings.model or default_model_path()
+
+
+def _dense_search(settings: Settings) -> DenseSearch:
+    r = settings.retrieval
+    return DenseSearch(exact_below=r.dense_exact_below, rerank=r.dense_rerank)
 
 
 def fingerprint(session: Session, settings: Settings, dataset_id: int) -> tuple[str, dict[str, Any]]:
@@ -135,7 +141,11 @@ def build_part_files(
         load_or_build_bm25(directory / "bm25", texts, get_analyzer(language))
     elif part == "dense":
         load_or_build_dense(
-            directory / "dense", texts, model_path=_model(settings), batch_size=settings.embeddings.batch_size
+            directory / "dense",
+            texts,
+            model_path=_model(settings),
+            batch_size=settings.embeddings.batch_size,
+            search=_dense_search(settings),
         )
     else:
         raise ValueError(f"unknown index part {part!r}")
@@ -160,16 +170,15 @@ def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> Lo
             f"(missing: {', '.join(missing)}); build it with POST /datasets/{dataset_id}/index"
         )
     directory = index_dir(settings, dataset_id)
-    key = (str(directory), fp, mode)
+    search = _dense_search(settings)
+    key = (str(directory), fp, mode, search)
     with _lock:
         if key in _cache:
             return _cache[key]
         raw = json.loads((directory / "chunks.json").read_text(encoding="utf-8"))
         chunks = [ChunkRecord(**c) for c in raw]
         bm25 = BM25Index.load(directory / "bm25") if "bm25" in NEEDS[mode] else None
-        dense = None
-        if "dense" in NEEDS[mode]:
-            dense = DenseIndex.load(directory / "dense")
+        dense = open_dense(directory / "dense", search) if "dense" in NEEDS[mode] else None
         r = settings.retrieval
         retriever = HybridRetriever(
             bm25, dense, rrf_k=r.rrf_k, weights={"bm25": r.bm25_weight, "dense": r.dense_weight}

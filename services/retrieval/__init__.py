@@ -16,12 +16,14 @@ from .chunking import (
 )
 from .dense import (
     DenseIndex,
+    DenseSearch,
     Encoder,
     SentenceTransformerEncoder,
     default_model_path,
     dense_fingerprint,
     load_or_build_dense,
     normalize_rows,
+    open_dense,
 )
 from .extractive import (
     I_DONT_KNOW,
@@ -31,6 +33,7 @@ from .extractive import (
     i_dont_know,
 )
 from .fusion import HybridRetriever, Mode, reciprocal_rank_fusion, retrieve
+from .quantized import Int8Index
 from .results import ScoredChunk, corpus_fingerprint, top_k
 from .segment import WORD_RE, count_words, sentence_spans, word_spans
 from .text import ANALYZER_VERSION, Analyzer, analyzer_for, fold_accents, get_analyzer, normalize_language
@@ -47,9 +50,11 @@ __all__ = [
     "BM25Params",
     "Chunk",
     "DenseIndex",
+    "DenseSearch",
     "Encoder",
     "ExtractiveAnswer",
     "HybridRetriever",
+    "Int8Index",
     "Mode",
     "Page",
     "ScoredChunk",
@@ -70,6 +75,7 @@ __all__ = [
     "load_or_build_dense",
     "normalize_language",
     "normalize_rows",
+    "open_dense",
     "reciprocal_rank_fusion",
     "retrieve",
     "sentence_spans",

@@ -121,6 +121,30 @@ def test_retrieval_finds_the_passage_for_most_questions(client: TestClient, mode
     assert share >= {"hybrid": 0.7, "bm25": 0.6, "dense": 0.5}[mode]
 
 
+def test_int8_dense_search_in_the_service_returns_the_exact_results(
+    settings: Settings, engine: Any, index_home: Path
+) -> None:
+    # dense_exact_below=0 sends even the demo's small corpus through the int8 index and re-scoring.
+    int8_settings = settings.model_copy(deep=True, update={"data_dir": index_home})
+    int8_settings.retrieval.dense_exact_below = 0
+    exact_settings = settings.model_copy(update={"data_dir": index_home})
+    questions = [json.loads(x)["question"] for x in (DEMO / "questions.jsonl").read_text().splitlines()]
+    results = []
+    ds = 0
+    for s in (int8_settings, exact_settings):
+        with TestClient(create_app(s)) as c:
+            ds = ds or indexed(c)
+            results.append(
+                [
+                    c.post(f"/datasets/{ds}/retrieve", json={"query": q, "k": 5, "mode": mode}).json()
+                    for q in questions[:20]
+                    for mode in ("dense", "hybrid")
+                ]
+            )
+    assert (index_home / "indexes" / str(ds) / "dense" / "int8" / "int8.faiss").is_file()
+    assert results[0] == results[1]
+
+
 def test_retrieved_offsets_are_exact(client: TestClient) -> None:
     ds = indexed(client)
     docs = {
