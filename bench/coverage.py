@@ -318,11 +318,11 @@ def main() -> None:
     )
     if args.workers > 1:
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            results = list(pool.map(run_cell, todo, [args.resamples] * len(todo)))
+            for result in pool.map(run_cell, todo, [args.resamples] * len(todo)):
+                print(_fmt(*result), flush=True)
     else:
-        results = [run_cell(cell, args.resamples) for cell in todo]
-    for cell, hits, defined, width in results:
-        print(_fmt(cell, hits, defined, width))
+        for cell in todo:
+            print(_fmt(*run_cell(cell, args.resamples)), flush=True)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

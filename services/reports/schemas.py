@@ -24,9 +24,10 @@ class Corr(BaseModel):
 class Comparison(BaseModel):
     """This metric against the best one of its analysis for one coefficient, on the items both have.
 
-    Pearson on independent items: Williams' t (p), Steiger's Z and Zou's interval. Spearman and Kendall, and
-    every coefficient on pooled runs whose questions repeat: a paired bootstrap of the difference (by
-    question when questions repeat), whose p inverts the interval. Holm runs over each coefficient's family.
+    On independent items: Zou's interval, with Williams' t (p) and Steiger's Z for Pearson, or a z-test on
+    atanh with the Fieller SEs for Spearman and Kendall. On pooled runs whose questions repeat: a paired
+    bootstrap of the difference by question, whose p inverts the interval. Holm runs over each coefficient's
+    family.
     """
 
     best: str
@@ -38,9 +39,12 @@ class Comparison(BaseModel):
     ci_high: float | None = None
     ci_method: str | None = Field(default=None, description="zou, or the bootstrap used (bca, percentile)")
     p_value: float | None = Field(default=None, description="unadjusted p of no difference (see p_method)")
-    p_method: str | None = Field(default=None, description="williams, or bootstrap (inverted interval)")
+    p_method: str | None = Field(
+        default=None, description="williams, fieller-z, or bootstrap (inverted interval)"
+    )
     bootstrap_low: float | None = Field(
-        default=None, description="paired bootstrap interval of the difference (Pearson, ci=bca)"
+        default=None,
+        description="paired bootstrap interval of the difference (ci=bca, or by question on pooled runs)",
     )
     bootstrap_high: float | None = None
     bootstrap_p: float | None = None
@@ -52,7 +56,7 @@ class Comparison(BaseModel):
     zou_high: float | None = None
     holm_p: float | None = None
     indistinguishable_from_best: bool | None = Field(
-        default=None, description="Holm-adjusted Williams p >= 0.05: no evidence it is worse than the best"
+        default=None, description="Holm-adjusted p >= 0.05: no evidence it is worse than the best"
     )
     n_needed: int | None = Field(default=None, description="items needed to separate the two at power 0.8")
     note: str | None = None

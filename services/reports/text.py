@@ -71,8 +71,7 @@ PASS_FAIL_HEADER = (
     "TN, FP, FN, TP",
 )
 PASS_FAIL_FOOTNOTE = (
-    "The metric threshold maximises Youden's J and is chosen again in every resample, so the intervals "
-    "include its uncertainty."
+    "The metric threshold maximises Youden's J on the data and is chosen again in every resample."
 )
 
 

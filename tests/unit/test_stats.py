@@ -259,9 +259,11 @@ def test_compare_correlations_on_data_set_d() -> None:
     assert (res.bootstrap.low, res.bootstrap.high) == (approx(-0.236, BOOT), approx(0.525, BOOT))
 
 
-def test_compare_rank_correlations_use_the_bootstrap_only() -> None:
+def test_compare_rank_correlations_get_zou_and_the_bootstrap() -> None:
     res = compare_correlations(A, B, H, method="spearman", n_resamples=500, seed=1)
-    assert res.williams is None and res.zou_low is None
+    # Williams' t and Steiger's Z are Pearson formulas; ranks get Zou's interval on their Fieller limits.
+    assert res.williams is None and res.steiger is None
+    assert res.rank_z is not None and res.zou_low is not None
     assert res.bootstrap is not None and res.bootstrap.low is not None
 
 
@@ -695,3 +697,42 @@ def test_adjustments_equal_statsmodels_on_random_p_values() -> None:
         p = rng.uniform(0, 0.2, size=int(rng.integers(1, 15))).tolist()
         assert stats.adjust_p_values(p, "holm") == approx(multipletests(p, method="holm")[1].tolist())
         assert stats.adjust_p_values(p, "bh") == approx(multipletests(p, method="fdr_bh")[1].tolist())
+
+
+def test_rank_difference_is_zou_on_the_fieller_intervals() -> None:
+    # By hand on D, Spearman: rho(A,H), rho(B,H), rho(A,B) from scipy; each Fieller interval with
+    # SE sqrt(1.06 / 9); Zou's c from the three coefficients; z on atanh with the same SEs.
+    r1 = sps.spearmanr(A, H).statistic
+    r2 = sps.spearmanr(B, H).statistic
+    r12 = sps.spearmanr(A, B).statistic
+    se = math.sqrt(1.06 / 9)
+    l1, u1 = (
+        math.tanh(math.atanh(r1) - 1.959963984540054 * se),
+        math.tanh(math.atanh(r1) + 1.959963984540054 * se),
+    )
+    l2, u2 = (
+        math.tanh(math.atanh(r2) - 1.959963984540054 * se),
+        math.tanh(math.atanh(r2) + 1.959963984540054 * se),
+    )
+    c = ((r12 - 0.5 * r1 * r2) * (1 - r1**2 - r2**2 - r12**2) + r12**3) / ((1 - r1**2) * (1 - r2**2))
+    low = r1 - r2 - math.sqrt((r1 - l1) ** 2 + (u2 - r2) ** 2 - 2 * c * (r1 - l1) * (u2 - r2))
+    high = r1 - r2 + math.sqrt((u1 - r1) ** 2 + (r2 - l2) ** 2 - 2 * c * (u1 - r1) * (r2 - l2))
+    z = (math.atanh(r1) - math.atanh(r2)) / (se * math.sqrt(2 - 2 * c))
+    (lo, hi), test = stats.rank_difference("spearman", A, B, H)
+    assert (lo, hi) == (approx(low), approx(high))
+    assert (test.statistic, test.p_value) == (approx(z), approx(2 * sps.norm.sf(abs(z))))
+    comp = stats.compare_correlations(A, B, H, method="spearman", n_resamples=0)
+    assert (comp.zou_low, comp.zou_high, comp.rank_z) == (approx(low), approx(high), test)
+    # Pearson's Zou interval is the same construction on the Fisher limits (STATS.md section 3 vector).
+    r = (0.5, 0.3, 0.4)
+    assert stats.mover_ci(
+        0.5, stats.fisher_ci(0.5, 100), 0.3, stats.fisher_ci(0.3, 100), stats._zou_c(*r)
+    ) == (
+        approx(0.007970691333347463),
+        approx(0.3927626828245414),
+    )
+    # Kendall on ties: each SE carries its own tie factor; a constant metric has no interval.
+    (klo, khi), _ = stats.rank_difference("kendall", A, B, H)
+    assert klo < sps.kendalltau(A, H).statistic - sps.kendalltau(B, H).statistic < khi
+    with pytest.raises(ValueError):
+        stats.rank_difference("kendall", A, np.ones(12), H)
