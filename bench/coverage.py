@@ -10,7 +10,8 @@ same ratings) for half the questions; for the others it gives a new answer whose
 question's difficulty (z = sqrt(.5) u_question + sqrt(.5) e_answer). 2q outputs, q distinct questions.
 
 Differences: two metrics on the same outputs (latent rho .6 and .3), the difference of their coefficients
-with the human score, as the report's comparison with the best metric shows it.
+with the human score, as the report's comparison with the best metric shows it: Zou's interval (on the
+Fisher limits for Pearson, on the Fieller limits for Spearman and Kendall) and the paired BCa bootstrap.
 
 Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
 ROC AUC interval (BCa) against the population AUC, and the kappa and accuracy intervals (percentile, the
@@ -203,7 +204,7 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
             low, high = figure.ci_low, figure.ci_high
         elif cell.scenario == "differences":
             if cell.interval == "zou":
-                res = stats.compare_correlations(x1, x2, h, method="pearson", n_resamples=0)
+                res = stats.compare_correlations(x1, x2, h, method=cell.method, n_resamples=0)  # type: ignore[arg-type]
                 low, high = res.zou_low, res.zou_high
             else:
                 b = stats.bootstrap_difference_ci(x1, x2, h, cell.method, n_resamples=resamples, seed=rep)  # type: ignore[arg-type]
@@ -253,8 +254,8 @@ def cells(args: argparse.Namespace) -> list[Cell]:
                 out.append(Cell("pooled", n, rho, method, "bca-by-question", args.boot_replicates))
     if "differences" in args.only:
         for n in SIZES:
-            out.append(Cell("differences", n, 0.0, "pearson", "zou", args.replicates))
             for method in ("pearson", "spearman", "kendall"):
+                out.append(Cell("differences", n, 0.0, method, "zou", args.replicates))
                 out.append(Cell("differences", n, 0.0, method, "bca", args.boot_replicates))
     if "passfail" in args.only:
         for n in SIZES:

@@ -450,7 +450,7 @@ def _figure(res: stats.Interval) -> Figure:
 PASS_FAIL_CAUTION = (
     "Only the ROC AUC interval holds its 95 % (coverage 95-97 % in simulation). The intervals of kappa, "
     "accuracy, precision and recall at the data-chosen threshold are too narrow (72-93 % coverage of the "
-    "figure at the best threshold of the population): read them as optimistic."
+    "figure at the optimal threshold of the population): read them as optimistic."
 )
 
 
