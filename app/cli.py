@@ -47,21 +47,29 @@ def _serve(host: str, port: int) -> None:
 def _worker(worker_id: str | None, once: bool) -> None:
     from services.db import ensure_migrated, make_engine, make_session_factory
     from services.jobs.worker import JobContext, Worker
+    from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
 
     apply_offline_env()
     settings = get_settings()
     engine = make_engine(settings.database_url)
     ensure_migrated(engine, settings.database_url, settings.auto_migrate)
-    worker = Worker(JobContext(make_session_factory(engine), settings), worker_id=worker_id)
+    factory = make_session_factory(engine)
+    # Judge calls go through settings.judge.gateway_url when set (one bound shared with other workers),
+    # else through a gateway of this process's own.
+    resources = ScoringResources(settings, factory)
+    worker = Worker(JobContext(factory, settings, resources), worker_id=worker_id)
     print(
         f"ragmeta worker {worker.worker_id} on {engine.url.render_as_string(hide_password=True)}", flush=True
     )
-    if once:
-        worker.drain()
-    else:
-        with contextlib.suppress(KeyboardInterrupt):
-            worker.run_forever()
+    try:
+        if once:
+            worker.drain()
+        else:
+            with contextlib.suppress(KeyboardInterrupt):
+                worker.run_forever()
+    finally:
+        resources.close()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,7 +34,9 @@ from app.routers import (
 from app.settings import Settings, get_settings
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
+from services.jobs.processes import WorkerProcesses, worker_count
 from services.jobs.worker import JobContext, Worker
+from services.metrics.resources import ScoringResources
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
 from services.reports.cache import ReportCache
@@ -81,14 +84,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Refuse to serve a database that is behind the code (or migrate it, when told to).
         ensure_migrated(engine, settings.database_url, settings.auto_migrate)
-        worker = None
+        # Scoring's long-lived resources (loop, judge gateway, pools, models) belong to the app.
+        resources = ScoringResources(settings, app.state.session_factory)
+        app.state.scoring = resources
+        app.state.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
+        worker, processes = None, None
         if settings.jobs.embedded_worker:
-            worker = Worker(JobContext(app.state.session_factory, settings), worker_id="embedded")
-            worker.start()
-        app.state.worker = worker
+            count = worker_count(settings)
+            if count == 0:
+                worker = Worker(
+                    JobContext(app.state.session_factory, settings, resources), worker_id="embedded"
+                )
+                worker.start()
+            else:
+                # Worker processes send their judge calls through this process's gateway: one bound for all.
+                gateway = await anyio.to_thread.run_sync(resources.gateway_url)
+                processes = await anyio.to_thread.run_sync(WorkerProcesses(settings, gateway, count).start)
+        app.state.worker, app.state.worker_processes = worker, processes
         yield
         if worker is not None:
             worker.stop()
+        if processes is not None:
+            await anyio.to_thread.run_sync(processes.stop)
+        resources.close()
         app.state.report_pool.close()
         engine.dispose()
 

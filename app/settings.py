@@ -8,6 +8,7 @@ from services.config import (
     LLMEndpoint,
     RatingSettings,
     RetrievalSettings,
+    ScoringSettings,
     Settings,
     get_settings,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "LLMEndpoint",
     "RatingSettings",
     "RetrievalSettings",
+    "ScoringSettings",
     "Settings",
     "get_settings",
 ]

@@ -1,19 +1,25 @@
 """LLM-judge scoring: the service's job path vs each library's own batch API, against one loopback judge.
 
-    python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--skip-libraries]
+    python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--processes 2]
+                           [--skip-libraries] [--skip-per-library] [--memory-jobs 10]
 
 A loopback OpenAI-compatible test judge (tests/fakellm.py, answers from tests/judgefake.py) answers every
 request after a fixed latency. The same samples (a French demo question, answer and reference with 3 retrieved
 chunks each, stored as an "en" dataset so that no prompt is translated) are scored:
 
-1. by the service: one scoring job with every catalogue metric that needs a judge (Ragas 7, DeepEval 6,
-   Opik 6, RAGChecker 11), drained by a Worker on a temporary SQLite database, all libraries calling the judge
-   through the service's gateway (judge.max_concurrency = --concurrency, retries 1);
+1. by the service as the embedded default runs it: this process owns the scoring resources and the judge
+   gateway (the API's role, judge.max_concurrency = --concurrency, retries 1) and ``--processes`` worker
+   processes (default: one per core) drain one scoring job with every catalogue metric that needs a judge
+   (Ragas 7, DeepEval 6, Opik 6, RAGChecker 11) from a temporary SQLite database;
 2. by the same job again with ``recompute=True`` (answers from the gateway cache, RAGChecker checkpoints);
-3. by each library's own batch API, one after the other, pointed straight at the judge as a user would, with
+3. per library, a job with only that library's metrics and ``refresh_judge_cache`` (so it asks the judge
+   again): the service's figure to set beside the library's own loop;
+4. by each library's own batch API, one after the other, pointed straight at the judge as a user would, with
    the concurrency asked where the library has a knob: Ragas legacy ``evaluate`` (RunConfig(max_workers)),
    DeepEval ``evaluate`` (AsyncConfig(max_concurrent), LocalModel), Opik ``ascore`` under an
-   ``asyncio.Semaphore``, RAGChecker ``evaluate(all_metrics)`` (batch sizes = concurrency) under a timeout.
+   ``asyncio.Semaphore``, RAGChecker ``evaluate(all_metrics)`` (batch sizes = concurrency) under a timeout;
+5. with ``--memory-jobs N``: N refreshed jobs of the same run (``--memory-samples`` samples), and the resident
+   memory of this process and the worker processes after each.
 
 Ideal wall = judge requests x latency / concurrency; efficiency = ideal / wall. Library imports and model
 loads happen before any timing and are excluded from every wall. By default each judge answer is made
@@ -24,8 +30,9 @@ JSON (see ``whole_examples``).
 
 Columns: "asked" = calls the libraries made to the service's gateway (identical requests are sent upstream
 once, cached answers are not sent at all); "requests" = requests the judge received; "in flight" = the most it
-had at once; "cpu" = process CPU time, of which "judge" = the test judge's own server thread. Per-library rows
-of the service path are the time spent in each library's adapters (the job scores one metric at a time).
+had at once; "cpu" = CPU time of this process and the worker processes, of which "judge" = the test judge's
+own server thread; "cpu/req" = CPU per judge request without the test judge's. Run it with ``--latency 0`` for
+the client CPU per request of the service and of each library.
 """
 
 from __future__ import annotations
@@ -293,7 +300,7 @@ class Bench:
     def print_table(self) -> None:
         print(
             f"{'path':<44}{'asked':>7}{'requests':>9}{'in flight':>10}{'wall s':>9}{'ideal s':>9}"
-            f"{'effic.':>8}{'cpu s':>8}{'judge':>7}{'failed':>11}"
+            f"{'effic.':>8}{'cpu s':>8}{'judge':>7}{'cpu/req':>9}{'failed':>11}"
         )
         for r in self.rows:
             name = ("  " if r.sub else "") + r.path
@@ -302,7 +309,7 @@ class Bench:
             print(
                 f"{name:<44}{asked:>7}{r.requests:>9}{r.in_flight:>10}{r.wall:>9.1f}"
                 f"{self.ideal(r.requests):>9.1f}{eff:>8.2f}{r.cpu:>8.1f}{r.judge_cpu:>7.1f}"
-                f"{f'{r.failed}/{r.scores}':>11}"
+                f"{_per_request(r) * 1000:>7.1f}ms{f'{r.failed}/{r.scores}':>11}"
             )
             if r.note:
                 print(f"{'':<4}{r.note}")
@@ -334,16 +341,54 @@ def warm_up() -> float:
 
 
 # --------------------------------------------------------------------------------------------- service
-def service_path(bench: Bench, fake: Any, items: list[Item], tmp: Path) -> None:
-    from sqlalchemy import func, select
+def _children_cpu(pids: list[int]) -> float:
+    import psutil
 
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _rss_mb(pids: list[int]) -> float:
+    """Resident memory of this process (the API's role: gateway, scoring loop) and the worker processes."""
+    import psutil
+
+    total = psutil.Process().memory_info().rss
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            total += psutil.Process(pid).memory_info().rss
+    return total / 2**20
+
+
+@dataclass
+class Service:
+    """The service as the embedded default runs it: this process owns the scoring resources and the judge
+    gateway (the API's role); ``processes`` worker processes (0: one worker thread here) drain the jobs."""
+
+    settings: Any
+    factory: Any
+    resources: Any
+    workers: Any  # WorkerProcesses or None
+    run_id: int
+    names: list[str]
+
+    @property
+    def pids(self) -> list[int]:
+        return list(self.workers.pids) if self.workers is not None else []
+
+
+def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int) -> Service:
     from services.config import JudgeSettings, Settings
     from services.db import make_engine, make_session_factory, upgrade
-    from services.jobs.worker import JobContext, Worker
+    from services.jobs.processes import WorkerProcesses
     from services.metrics import registry
-    from services.metrics.judges.base import JudgeAdapter
-    from services.metrics.scoring import ScoringRequest, create_scoring_job
-    from services.models import Dataset, Job, MetricScore, Output, Question, RetrievedChunk, Run
+    from services.metrics.resources import ScoringResources
+    from services.models import Dataset, Output, Question, RetrievedChunk, Run
 
     url = f"sqlite:///{tmp / 'bench.db'}"
     upgrade(url)
@@ -351,8 +396,12 @@ def service_path(bench: Bench, fake: Any, items: list[Item], tmp: Path) -> None:
     judge = JudgeSettings(
         base_url=fake.base_url, model=MODEL, max_concurrency=bench.concurrency, retries=1, timeout_s=60.0
     )
-    settings = Settings(database_url=url, data_dir=tmp / "data", judge=judge)
-    k = len(items[0].contexts)
+    settings = Settings(
+        database_url=url,
+        data_dir=tmp / "data",
+        judge=judge,
+        jobs={"worker_processes": processes},  # type: ignore[arg-type]
+    )
     with factory.begin() as s:
         ds = Dataset(name="bench-judges", language="en", chunking={})
         s.add(ds)
@@ -377,87 +426,121 @@ def service_path(bench: Bench, fake: Any, items: list[Item], tmp: Path) -> None:
             for rank, text in enumerate(items[i].contexts, 1):
                 s.add(RetrievedChunk(output_id=out.id, rank=rank, text=text, location="given"))
         run_id = run.id
+    resources = ScoringResources(settings, factory)
+    workers = None
+    if processes:
+        workers = WorkerProcesses(settings, resources.gateway_url(), processes).start()
+        # Library imports are excluded from every wall, the worker processes' too.
+        if not workers.wait_ready(600):
+            raise SystemExit("the worker processes did not import the judge libraries within 600 s")
     names = [spec.name for spec in registry.CATALOGUE if spec.needs_judge]
+    return Service(settings, factory, resources, workers, run_id, names)
 
-    # Per library: time inside the adapters' ``score``, judge requests and max in flight meanwhile (the
-    # handler scores one metric at a time, so these intervals do not overlap).
-    per_lib: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    original = JudgeAdapter.score
 
-    async def timed_score(self: Any, samples: Any) -> Any:
-        with watching(fake) as seen:
-            result = await original(self, samples)
-        stats = per_lib[self.library]
-        stats["wall"] += seen["wall"]
-        stats["cpu"] += seen["cpu"]
-        stats["judge_cpu"] += seen["judge_cpu"]
-        stats["requests"] += seen["requests"]
-        stats["in_flight"] = max(stats["in_flight"], seen["in_flight"])
-        return result
+def stop_service(svc: Service) -> None:
+    if svc.workers is not None:
+        svc.workers.stop()
+    svc.resources.close()
 
-    def job(recompute: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-        per_lib.clear()
-        with watching(fake) as seen:
-            with factory.begin() as s:
-                created = create_scoring_job(
-                    s, settings, run_id, ScoringRequest(metrics=names, k=k, recompute=recompute)
-                )
-            Worker(JobContext(factory, settings)).drain()
-        with factory() as s:
-            stored = s.get(Job, created.id)
-            assert stored is not None
-            info = {
-                "status": stored.status,
-                "total": stored.total,
-                "failed": stored.failed,
-                "usage": dict((stored.summary or {}).get("judge_usage", {})),
-                "no_value": s.scalar(
-                    select(func.count())
-                    .select_from(MetricScore)
-                    .where(MetricScore.job_id == stored.id, MetricScore.value.is_(None))
-                ),
-                "errors": defaultdict(int),
-                "first_error": {},
-            }
-            rows = s.execute(
-                select(MetricScore.metric, MetricScore.error).where(
-                    MetricScore.job_id == stored.id, MetricScore.error.is_not(None)
-                )
+
+def service_job(
+    svc: Service,
+    fake: Any,
+    k: int,
+    names: list[str] | None = None,
+    recompute: bool = False,
+    refresh: bool = False,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One scoring job, timed from its creation to its end: wall, judge requests and in flight, CPU of this
+    process (gateway and scoring loop; the test judge's thread reported apart) plus the worker processes."""
+    from sqlalchemy import func, select
+
+    from services.jobs.worker import JobContext, Worker
+    from services.metrics.scoring import ScoringRequest, create_scoring_job
+    from services.models import Job, MetricScore
+
+    request = ScoringRequest(
+        metrics=names or svc.names, k=k, recompute=recompute, refresh_judge_cache=refresh
+    )
+    pids = svc.pids
+    w0 = _children_cpu(pids)
+    with watching(fake) as seen:
+        with svc.factory.begin() as s:
+            created = create_scoring_job(s, svc.settings, svc.run_id, request)
+        if svc.workers is None:
+            Worker(JobContext(svc.factory, svc.settings, svc.resources)).drain()
+        else:
+            while True:
+                with svc.factory() as s:
+                    status = s.scalar(select(Job.status).where(Job.id == created.id))
+                if status in ("done", "failed", "cancelled"):
+                    break
+                time.sleep(0.05)
+    seen["workers_cpu"] = _children_cpu(pids) - w0
+    seen["cpu"] += seen["workers_cpu"]
+    with svc.factory() as s:
+        stored = s.get(Job, created.id)
+        assert stored is not None
+        info: dict[str, Any] = {
+            "status": stored.status,
+            "total": stored.total,
+            "failed": stored.failed,
+            "usage": dict((stored.summary or {}).get("judge_usage", {})),
+            "no_value": s.scalar(
+                select(func.count())
+                .select_from(MetricScore)
+                .where(MetricScore.job_id == stored.id, MetricScore.value.is_(None))
+            ),
+            "errors": defaultdict(int),
+            "first_error": {},
+        }
+        rows = s.execute(
+            select(MetricScore.metric, MetricScore.error).where(
+                MetricScore.job_id == stored.id, MetricScore.error.is_not(None)
             )
-            for metric, error in rows:
-                lib = metric.split(".", 1)[0]
-                info["errors"][lib] += 1
-                info["first_error"].setdefault(lib, f"{metric}: {error}"[:200])
-        seen["in_flight"] = max([seen["in_flight"]] + [v["in_flight"] for v in per_lib.values()])
-        return seen, info
+        )
+        for metric, error in rows:
+            lib = metric.split(".", 1)[0]
+            info["errors"][lib] += 1
+            info["first_error"].setdefault(lib, f"{metric}: {error}"[:200])
+    return seen, info
 
-    JudgeAdapter.score = timed_score  # type: ignore[method-assign]
+
+def _asked(info: dict[str, Any]) -> tuple[int, int]:
+    calls = sum(int(u.get("calls", 0)) for u in info["usage"].values())
+    upstream = sum(int(u.get("upstream_calls", 0)) for u in info["usage"].values())
+    return calls, upstream
+
+
+def service_path(
+    bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int, per_library: bool
+) -> None:
+    svc = start_service(bench, fake, items, tmp, processes)
+    k = len(items[0].contexts)
     try:
-        first, info = job(recompute=False)
-        libs = {lib: dict(v) for lib, v in per_lib.items()}
+        first, info = service_job(svc, fake, k)
         forget_requests(fake)
-        again, info2 = job(recompute=True)
-        info2["per_lib"] = {lib: dict(v) for lib, v in per_lib.items()}
+        again, info2 = service_job(svc, fake, k, recompute=True)
+        forget_requests(fake)
+        libs: dict[str, tuple[dict[str, Any], dict[str, Any], int]] = {}
+        if per_library:
+            for lib in ("ragas", "deepeval", "opik", "ragchecker"):
+                names = [n for n in svc.names if n.startswith(lib + ".")]
+                seen, linfo = service_job(svc, fake, k, names, recompute=True, refresh=True)
+                libs[lib] = (seen, linfo, len(names))
+                forget_requests(fake)
     finally:
-        JudgeAdapter.score = original  # type: ignore[method-assign]
-        forget_requests(fake)
-
-    by_lib: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for metric, usage in info["usage"].items():
-        lib = metric.split(".", 1)[0]
-        by_lib[lib]["calls"] += int(usage.get("calls", 0))
-        by_lib[lib]["upstream"] += int(usage.get("upstream_calls", 0))
-        by_lib[lib]["metrics"] += 1
-    asked = sum(v["calls"] for v in by_lib.values())
+        stop_service(svc)
+    asked, upstream = _asked(info)
+    where = f"{processes} worker processes" if processes else "one worker thread"
     note = (
-        f"job {info['status']}: {info['total']} scores ({len(names)} metrics x {len(items)} outputs), "
-        f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, "
-        f"{sum(v['upstream'] for v in by_lib.values())} sent upstream; gateway thread CPU "
-        f"{first['gateway_cpu']:.1f} s"
+        f"job {info['status']}: {info['total']} scores ({len(svc.names)} metrics x {len(items)} outputs), "
+        f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, {upstream} sent "
+        f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s"
     )
     bench.rows.append(
         Row(
-            f"service job, all {len(names)} judge metrics",
+            f"service job, {len(svc.names)} judge metrics, {where}",
             first["requests"],
             first["in_flight"],
             first["wall"],
@@ -469,30 +552,43 @@ def service_path(bench: Bench, fake: Any, items: list[Item], tmp: Path) -> None:
             note=note,
         )
     )
-    in_adapters = 0.0
-    for lib in ("ragas", "deepeval", "opik", "ragchecker"):
-        stats = libs.get(lib, {})
-        in_adapters += stats.get("wall", 0.0)
+    for lib, (seen, linfo, n_metrics) in libs.items():
         bench.rows.append(
             Row(
-                f"{lib} ({by_lib[lib]['metrics']} metrics)",
-                int(stats.get("requests", 0)),
-                int(stats.get("in_flight", 0)),
-                stats.get("wall", 0.0),
-                stats.get("cpu", 0.0),
-                stats.get("judge_cpu", 0.0),
-                by_lib[lib]["metrics"] * len(items),
-                info["errors"][lib],
-                asked=by_lib[lib]["calls"],
-                note=f"first error: {info['first_error'][lib]}" if lib in info["first_error"] else "",
+                f"{lib} alone ({n_metrics} metrics, refreshed job)",
+                seen["requests"],
+                seen["in_flight"],
+                seen["wall"],
+                seen["cpu"],
+                seen["judge_cpu"],
+                linfo["total"],
+                linfo["failed"],
+                asked=_asked(linfo)[0],
+                note=f"first error: {linfo['first_error'][lib]}" if lib in linfo["first_error"] else "",
                 sub=True,
             )
         )
-    bench.rows[-1].note += (
-        f"outside the adapters (job planning, claims, sample building, score rows): "
-        f"{first['wall'] - in_adapters:.1f} s"
-    )
     bench.rerun = (again, info2)
+
+
+def memory_path(
+    bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int, jobs: int
+) -> list[float]:
+    """Resident memory (this process + worker processes) after each of ``jobs`` refreshed scoring jobs of the
+    same run with every judge metric."""
+    svc = start_service(bench, fake, items, tmp, processes)
+    k = len(items[0].contexts)
+    rss: list[float] = []
+    try:
+        for i in range(jobs):
+            _, info = service_job(svc, fake, k, recompute=i > 0, refresh=i > 0)
+            assert info["status"] == "done", info
+            forget_requests(fake)
+            rss.append(_rss_mb(svc.pids))
+            print(f"  memory after job {i + 1}: {rss[-1]:.0f} MB", flush=True)
+    finally:
+        stop_service(svc)
+    return rss
 
 
 # ------------------------------------------------------------------------------------------- libraries
@@ -798,7 +894,13 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=96)
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the test judge waits per request")
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument(
+        "--processes", type=int, default=os.cpu_count() or 1, help="worker processes (0: a thread)"
+    )
     ap.add_argument("--skip-libraries", action="store_true", help="only the service path (and its re-run)")
+    ap.add_argument("--skip-per-library", action="store_true", help="no refreshed job per library")
+    ap.add_argument("--memory-jobs", type=int, default=0, help="then N refreshed jobs, memory after each")
+    ap.add_argument("--memory-samples", type=int, default=24)
     ap.add_argument("--ragchecker-timeout", type=float, default=600.0)
     ap.add_argument(
         "--constant-answers", action="store_true", help="the test judge's answers unchanged (see the doc)"
@@ -822,47 +924,53 @@ def main() -> None:
     ctx_words = sum(len(c.split()) for it in items for c in it.contexts) / (
         len(items) * len(items[0].contexts)
     )
+    load = os.getloadavg()
     print(
         f"{len(items)} samples (data/demo, French text, dataset language 'en'): answers ~{words:.0f} words, "
         f"{len(items[0].contexts)} contexts of ~{ctx_words:.0f} words each"
     )
     print(
         f"loopback judge: {args.latency * 1000:.0f} ms per request, concurrency {args.concurrency}, "
-        f"{'constant' if args.constant_answers else 'request-specific'} answers; {os.cpu_count()} CPUs; "
-        f"imports and model loads before timing: {warm:.1f} s"
+        f"{'constant' if args.constant_answers else 'request-specific'} answers; {os.cpu_count()} CPUs, load "
+        f"average {load[0]:.1f} / {load[1]:.1f} at start; imports and model loads before timing: {warm:.1f} s"
     )
     print(
-        "ideal = requests x latency / concurrency; efficiency = ideal / wall; cpu = process CPU time, "
-        "of which judge = the test judge's server thread (same process)"
+        "ideal = requests x latency / concurrency; efficiency = ideal / wall; cpu = CPU time of this process "
+        "and the worker processes, of which judge = the test judge's server thread (same process); "
+        "cpu/req = (cpu - judge) / requests"
     )
     print()
+    rss: list[float] = []
     try:
-        service_path(bench, fake, items, tmp)
+        service_path(bench, fake, items, tmp / "service", args.processes, not args.skip_per_library)
         if not args.skip_libraries:
             library_paths(bench, fake, items, tmp, args.ragchecker_timeout)
+        if args.memory_jobs:
+            print(f"memory: {args.memory_jobs} jobs of {args.memory_samples} samples x every judge metric")
+            rss = memory_path(
+                bench, fake, items[: args.memory_samples], tmp / "memory", args.processes, args.memory_jobs
+            )
     finally:
         fake.stop()
         shutil.rmtree(tmp, ignore_errors=True)  # the database, RAGChecker checkpoints, DeepEval's cwd
     bench.print_table()
     assert bench.rerun is not None
     again, info2 = bench.rerun
-    calls = sum(int(u.get("calls", 0)) for u in info2["usage"].values())
+    calls, _ = _asked(info2)
     hits = sum(int(u.get("cache_hits", 0)) for u in info2["usage"].values())
+    service = bench.rows[0]
     print()
     print(
-        f"re-run (recompute=True, same DB): {again['requests']} upstream calls, wall {again['wall']:.1f} s, "
-        f"cpu {again['cpu']:.1f} s; gateway: {calls} calls asked, {hits} cache hits (RAGChecker re-reads its "
+        f"re-score (recompute=True, same DB): {again['requests']} judge requests, "
+        f"wall {again['wall']:.1f} s = {again['wall'] / service.wall:.2f} x the first scoring, "
+        f"cpu {again['cpu']:.1f} s; gateway: {calls} calls asked, {hits} cache hits (RAGChecker reads its "
         f"checkpoints); {info2['failed']}/{info2['total']} failed"
     )
-    outside = again["wall"] - sum(v.get("wall", 0.0) for v in info2["per_lib"].values())
     print(
-        "  per library (wall / cpu s): "
-        + ", ".join(
-            f"{lib} {v.get('wall', 0.0):.1f} / {v.get('cpu', 0.0):.1f}" for lib, v in info2["per_lib"].items()
-        )
-        + f"; outside the adapters {outside:.1f} s"
+        f"service: wall {service.wall:.1f} s vs ideal {bench.ideal(service.requests):.1f} s: "
+        f"{service.wall / bench.ideal(service.requests):.2f} x ideal (efficiency "
+        f"{bench.ideal(service.requests) / service.wall:.2f})"
     )
-    service = bench.rows[0]
     libs = [r for r in bench.rows if not r.sub and r is not service]
     if libs:
         total = sum(r.wall for r in libs)
@@ -876,6 +984,27 @@ def main() -> None:
             f"{service.wall / total:.2f}; requests {service.requests} / {reqs} = "
             f"{service.requests / reqs:.2f}"
         )
+        subs = {r.path.split(" ", 1)[0]: r for r in bench.rows if r.sub}
+        for r in libs:
+            lib = r.path.split(" ", 1)[0]
+            mine = subs.get(lib)
+            if mine is not None and r.wall > 0:
+                print(
+                    f"  {lib}: service {mine.wall:.1f} s vs own loop {r.wall:.1f} s "
+                    f"({mine.wall / r.wall:.2f}); cpu/request service {_per_request(mine) * 1000:.1f} ms "
+                    f"vs own {_per_request(r) * 1000:.1f} ms"
+                )
+    print(f"cpu per judge request, whole service job: {_per_request(service) * 1000:.1f} ms")
+    if rss:
+        print(
+            "memory (this process + worker processes) after each job, MB: "
+            + ", ".join(f"{x:.0f}" for x in rss)
+            + f"; last / first = {rss[-1] / rss[0]:.3f}"
+        )
+
+
+def _per_request(row: Row) -> float:
+    return (row.cpu - row.judge_cpu) / row.requests if row.requests else float("nan")
 
 
 if __name__ == "__main__":

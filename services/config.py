@@ -42,8 +42,15 @@ class LLMEndpoint(BaseModel):
 
 
 class JudgeSettings(LLMEndpoint):
+    # Judge calls in flight at once, across every library and every worker using the same gateway.
     max_concurrency: int = 8
     language: str | None = None  # None: the dataset's language
+    # A judge gateway run elsewhere (another ragmeta process) that workers send their judge calls through,
+    # so one gateway bounds them all; None: the process starts its own when it first needs one.
+    gateway_url: str | None = None
+    # Samples a worker scores at once (all metrics of its batch together); None: 4 x max_concurrency, enough
+    # independent chains of calls to keep the judge busy without queueing everything at the gateway.
+    samples_in_flight: int | None = Field(default=None, ge=1)
 
 
 class GeneratorSettings(LLMEndpoint):
@@ -80,6 +87,19 @@ class JobSettings(BaseModel):
     # A job whose worker has not beaten for this long is considered abandoned and taken over.
     lease_s: float = 30.0
     max_item_retries: int = 3
+    # Embedded worker processes (library code is CPU-heavy Python: one process per core keeps every core
+    # busy); None: as many as cores; 0: one worker thread inside the API process.
+    worker_processes: int | None = Field(default=None, ge=0, le=64)
+    # Scoring items (metric x output) a worker claims at once; all are scored together, so a batch should
+    # hold many outputs times every metric.
+    scoring_batch_size: int = Field(default=512, ge=1, le=100_000)
+
+
+class ScoringSettings(BaseModel):
+    # POST /score: samples scored inline per request; more must go through a run and a scoring job.
+    max_inline_samples: int = Field(default=10, ge=1, le=1000)
+    # POST /score requests scored at once; more wait their turn (their judge calls share the judge bound).
+    max_inline_requests: int = Field(default=4, ge=1, le=256)
 
 
 class RatingSettings(BaseModel):
@@ -119,6 +139,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingSettings = EmbeddingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     jobs: JobSettings = JobSettings()
+    scoring: ScoringSettings = ScoringSettings()
     ratings: RatingSettings = RatingSettings()
 
 

@@ -26,6 +26,21 @@ from services.offline import apply_offline_env
 apply_offline_env()
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# deepeval, opik and langsmith ship pytest plugins, so pytest rewrites the asserts of their modules as
+# they are imported, parsing each with ``ast.parse``. The scoring loop imports them in its own thread while
+# other threads parse too, and CPython 3.11's AST constructor is not thread-safe (python/cpython#106905: "AST
+# constructor recursion depth mismatch" raised in whichever thread loses). Their asserts are not ours to
+# rewrite: they are imported as they are, like outside the tests.
+_LIBRARIES_NOT_REWRITTEN = {"deepeval", "opik", "_opik", "langsmith"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked -= _LIBRARIES_NOT_REWRITTEN
+
+
 # Network guard: every test fails if anything in this process tries to reach a host other than loopback
 # (telemetry, model hubs, cost maps...). Audit hooks cannot be removed, so one hook records for the session.
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}

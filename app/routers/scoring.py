@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+import asyncio
+
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
 from app.deps import RunId, SessionDep, SettingsDep
@@ -10,6 +12,7 @@ from app.errors import responses
 from services.jobs.service import JobRead
 from services.metrics import registry
 from services.metrics.base import package_version
+from services.metrics.inline import InlineScoreRequest, InlineScoreResponse, score_inline
 from services.metrics.scoring import ScoringRequest, create_scoring_job
 
 router = APIRouter(tags=["scoring"])
@@ -43,10 +46,7 @@ def list_metrics(
     out = []
     for spec in registry.CATALOGUE:
         ok, why = registry.availability(spec, settings)
-        prompt_language = None
-        if spec.needs_judge:
-            adapter = registry.load_adapter(registry.resolve(spec.name), settings, language)
-            prompt_language = str(getattr(adapter, "prompt_language", "en"))
+        prompt_language = registry.prompt_language(spec, settings, language)
         out.append(
             MetricInfo(
                 name=spec.name,
@@ -75,3 +75,19 @@ def create_scoring(
 ) -> JobRead:
     """Score every output of the run with the given metrics, as a job (follow it at GET /jobs/{id})."""
     return create_scoring_job(session, settings, run_id, body)
+
+
+@router.post("/score", response_model=InlineScoreResponse, responses=responses(422))
+async def score_samples(
+    body: InlineScoreRequest, request: Request, settings: SettingsDep
+) -> InlineScoreResponse:
+    """Score a few samples given inline (at most ``scoring.max_inline_samples``) with the given metrics, and
+    return the scores: the same adapters, judge bound and judge cache as a scoring job, nothing stored.
+
+    The request waits its turn when ``scoring.max_inline_requests`` are being scored; the work runs on the
+    scoring loop, not on this event loop. Larger sets: import them as a run and POST /runs/{id}/scoring-jobs.
+    A metric the samples lack an input for, an unknown metric or too many samples: 422 naming each one."""
+    state = request.app.state
+    async with state.inline_slots:
+        future = state.scoring.submit(score_inline(settings, state.scoring, body))
+        return await asyncio.wrap_future(future)

@@ -13,7 +13,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,6 +21,9 @@ from services.config import Settings
 from services.db import read_factory
 from services.jobs.repository import JobRepository
 from services.models import Job, utcnow
+
+if TYPE_CHECKING:
+    from services.metrics.resources import ScoringResources
 
 log = logging.getLogger("ragmeta.worker")
 
@@ -32,6 +35,9 @@ class JobContext:
 
     session_factory: sessionmaker[Session]
     settings: Settings
+    # What scoring keeps for the life of the process (loop, judge gateway, pools, models), owned by whoever
+    # runs the worker; None: each scoring batch makes (and closes) its own.
+    resources: ScoringResources | None = None
 
     @cached_property
     def read_factory(self) -> sessionmaker[Session]:
@@ -88,7 +94,9 @@ class Worker:
                 return False
             handler = handler_for(job.kind)
             token = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
-            items = repo.claim(job.id, token, handler.batch_size, self.lease_s)
+            size_for = getattr(handler, "batch_size_for", None)
+            size = size_for(self.ctx.settings) if size_for is not None else handler.batch_size
+            items = repo.claim(job.id, token, size, self.lease_s)
             if not items:
                 return True
             if job.status == "queued":
@@ -170,6 +178,14 @@ class Worker:
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run_forever, name=self.worker_id, daemon=True)
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Stop after the batch in progress (signal-safe: only sets a flag)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stop
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()

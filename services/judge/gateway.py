@@ -2,7 +2,8 @@
 
 Ragas (openai SDK / instructor), DeepEval (openai SDK), Opik and RAGChecker (litellm) each have their own HTTP
 stack, retry policy and concurrency knobs. Rather than tuning four stacks, each library is pointed at
-``http://127.0.0.1:<port>/g/<job>/<metric>/<scope>/v1``; the gateway is then the one place that
+``http://127.0.0.1:<port>/g/<ledger>/<metric>/<scope>/v1`` (the scope may also come in an ``x-ragmeta-scope``
+header, which lets one client serve every sample); the gateway is then the one place that
 
 - bounds concurrent upstream calls across all libraries (``judge.max_concurrency``);
 - retries 429 / 5xx / timeouts / connection errors with exponential back-off (``judge.retries``), or after
@@ -12,9 +13,17 @@ stack, retry policy and concurrency knobs. Rather than tuning four stacks, each 
   of a run makes no upstream call and identical requests from different metrics are sent once. Requests a
   metric repeats on purpose (Ragas' answer relevancy asks the same prompt several times) are told apart by
   their occurrence number within one ``scope`` (one metric on one output), so they are not collapsed;
-- counts calls, cache hits, tokens and latency per job and metric;
+- counts calls, cache hits, tokens and latency in a *ledger* per scoring batch (per metric and per scope),
+  opened and released by whoever scores (``POST /ledgers``, ``DELETE /ledgers/<token>`` returns the
+  figures): nothing accumulates from one job to the next;
 - turns an upstream that fails or hangs into a prompt, non-retryable 400 (``judge_error``) so no library
   retries it again or waits forever.
+
+Ownership: a ``JudgeGateway`` is started and stopped by its owner (``services.metrics.resources``: the app
+lifespan, a worker process, a bench), never as a side effect of scoring. Workers in other processes (or on
+other machines) reach it by its URL, so one gateway bounds the judge calls of all of them. Keep-alive
+connections are kept both ways (clients -> gateway -> judge); cache writes are batched (one transaction per
+``CACHE_FLUSH_S``), and an answer waiting to be written is served from memory.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import hashlib
 import json
 import logging
 import random
+import secrets
 import socket
 import threading
 import time
@@ -37,10 +47,14 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import JudgeSettings
-from services.judge.repository import JudgeCallRepository
+from services.judge.repository import CachedCall, JudgeCallRepository
 
 log = logging.getLogger("ragmeta.judge")
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
+SCOPE_HEADER = "x-ragmeta-scope"
+CACHE_FLUSH_S = 0.05
+# A ledger nobody released (its worker died) is dropped after this long without a call.
+LEDGER_IDLE_S = 3600.0
 
 
 @dataclass
@@ -56,7 +70,42 @@ class Usage:
     causes: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "causes": dict(self.causes)}
+
+    def add(self, other: dict[str, Any]) -> None:
+        """Add the figures of another usage (``as_dict`` form): a job's totals over its batches."""
+        for name, value in other.items():
+            if name == "causes":
+                for cause, n in value.items():
+                    self.causes[cause] = self.causes.get(cause, 0) + int(n)
+            elif hasattr(self, name):
+                setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass
+class Ledger:
+    """The accounting of one scoring batch: per metric, per (metric, scope), and the occurrence numbers of
+    requests repeated within a scope. Released as a whole when the batch ends."""
+
+    token: str
+    job: str
+    refresh: bool
+    used_at: float = field(default_factory=time.monotonic)
+    usage: dict[str, Usage] = field(default_factory=lambda: defaultdict(Usage))
+    scopes: dict[tuple[str, str], Usage] = field(default_factory=lambda: defaultdict(Usage))
+    occurrences: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
+    # Requests a refreshed batch has had answered afresh (it may read those from the cache).
+    fresh: set[str] = field(default_factory=set)
+
+    def report(self) -> dict[str, Any]:
+        scopes: dict[str, dict[str, Any]] = defaultdict(dict)
+        for (metric, scope), usage in self.scopes.items():
+            scopes[metric][scope] = usage.as_dict()
+        return {
+            "job": self.job,
+            "metrics": {m: u.as_dict() for m, u in self.usage.items()},
+            "scopes": dict(scopes),
+        }
 
 
 class JudgeFailure(Exception):
@@ -98,33 +147,35 @@ def request_key(model: str, body: dict[str, Any], occurrence: int) -> str:
 
 
 class JudgeGateway:
-    """Runs in a background thread with its own event loop; ``base_url(...)`` is what libraries are given."""
+    """Runs in a background thread with its own event loop; ``url`` is what clients are given."""
 
     def __init__(
-        self, judge: JudgeSettings, session_factory: sessionmaker[Session] | None, cache: bool = True
+        self,
+        judge: JudgeSettings,
+        session_factory: sessionmaker[Session] | None,
+        cache: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ):
-        self.judge = judge
+        self.judge = judge.model_copy(deep=True)
         self.session_factory = session_factory
         self.cache = cache and session_factory is not None
-        self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
-        # The same figures per scope (one metric on one output), for per-score tokens and latency.
-        self.scope_usage: dict[tuple[str, str, str], Usage] = defaultdict(Usage)
-        # Occurrence counters restart for every job, metric and scope: a re-run asks its repeats again as
-        # occurrences 0, 1, 2... and finds them all in the cache.
-        self._occurrences: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        self.ledgers: dict[str, Ledger] = {}
         # Identical requests arriving together wait for the first one's answer instead of being sent twice.
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-        # Jobs that asked for fresh answers: the cache is written but not read for them.
-        self.refresh_jobs: set[str] = set()
+        # Answers not yet written to the cache table (served from here meanwhile).
+        self._pending: dict[str, CachedCall] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._server: Any = None
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._client: httpx.AsyncClient | None = None
         # The back-off's sleep: a seam for tests, which record the delays instead of waiting them out.
         self.sleep = asyncio.sleep
-        self.port = 0
+        self.host = host
+        self.port = port
 
     # -------------------------------------------------------------------------------------------- lifecycle
     def start(self) -> JudgeGateway:
@@ -134,21 +185,47 @@ class JudgeGateway:
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Any) -> Any:
+            self._loop = asyncio.get_running_loop()
+            self._semaphore = asyncio.Semaphore(max(1, self.judge.max_concurrency))
+            # Keep-alive to the judge: this client lives as long as the gateway's own loop.
+            bound = max(1, self.judge.max_concurrency)
+            self._client = httpx.AsyncClient(
+                timeout=self.judge.timeout_s,
+                limits=httpx.Limits(max_connections=bound * 2, max_keepalive_connections=bound),
+            )
+            if self.cache:
+                self._flusher = asyncio.create_task(self._flush_forever())
             yield
-            if self._client is not None:
-                await self._client.aclose()
+            if self._flusher is not None:
+                self._flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._flusher
+            await self._flush()
+            await self._client.aclose()
 
-        app = Starlette(
-            lifespan=lifespan,
-            routes=[
-                Route("/g/{job}/{metric}/{scope}/v1/chat/completions", self._endpoint, methods=["POST"]),
-                Route("/g/{job}/{metric}/{scope}/chat/completions", self._endpoint, methods=["POST"]),
-            ],
+        chat = [
+            Route("/g/{token}/{metric}/{scope}/v1/chat/completions", self._endpoint, methods=["POST"]),
+            Route("/g/{token}/{metric}/{scope}/chat/completions", self._endpoint, methods=["POST"]),
+        ]
+        control = [
+            Route("/ledgers", self._open, methods=["POST"]),
+            Route("/ledgers/{token}", self._report, methods=["GET", "DELETE"]),
+            Route("/stats", self._stats, methods=["GET"]),
+        ]
+        app = Starlette(lifespan=lifespan, routes=chat + control)
+        if not self.port:
+            with socket.socket() as s:
+                s.bind((self.host, 0))
+                self.port = s.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            host=self.host,
+            port=self.port,
+            log_level="error",
+            lifespan="on",
+            # Clients keep their connections between the calls of a batch and across batches.
+            timeout_keep_alive=60,
         )
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="judge-gateway", daemon=True)
         self._thread.start()
@@ -165,38 +242,81 @@ class JudgeGateway:
         if self._thread is not None:
             self._thread.join(10)
 
-    def base_url(self, job: int | str, metric: str, scope: str = "-") -> str:
-        safe = metric.replace("/", "_")
-        return f"http://127.0.0.1:{self.port}/g/{job}/{safe}/{scope}/v1"
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
 
-    def reset_occurrences(self, job: int | str, metric: str) -> None:
-        """Start numbering repeated requests afresh: a batch computed again (a retried job item) then asks its
-        deliberate repeats as occurrences 0, 1, 2... and finds them in the cache."""
-        key = (str(job), metric.replace("/", "_"))
+    def base_url(self, token: str, metric: str, scope: str = "-") -> str:
+        return f"{self.url}/g/{token}/{metric.replace('/', '_')}/{scope}/v1"
+
+    # ---------------------------------------------------------------------------------------------- ledgers
+    def open_ledger(self, job: str, refresh: bool = False) -> str:
+        """A new ledger for one scoring batch; its token goes in the URLs the batch's clients call."""
+        now = time.monotonic()
         with self._lock:
-            for k in [k for k in self._occurrences if k[:2] == key]:
-                del self._occurrences[k]
+            for token in [t for t, led in self.ledgers.items() if now - led.used_at > LEDGER_IDLE_S]:
+                del self.ledgers[token]
+            token = secrets.token_hex(8)
+            self.ledgers[token] = Ledger(token=token, job=str(job), refresh=refresh)
+        return token
 
-    def usage_for(self, job: int | str, metric: str, scope: str | None = None) -> Usage:
-        if scope is None:
-            return self.usage[(str(job), metric.replace("/", "_"))]
-        return self.scope_usage[(str(job), metric.replace("/", "_"), scope)]
+    def close_ledger(self, token: str) -> dict[str, Any] | None:
+        """Release the ledger; its figures, or None when it does not exist (any more)."""
+        with self._lock:
+            ledger = self.ledgers.pop(token, None)
+        return ledger.report() if ledger is not None else None
 
-    def fingerprint(self, language: str, library: str, version: str | None) -> dict[str, Any]:
-        return {
-            "model": self.judge.model,
-            "endpoint": self.judge.host,
-            "language": language,
-            "library": library,
-            "library_version": version,
-        }
+    async def _open(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        token = self.open_ledger(str(body.get("job", "-")), bool(body.get("refresh", False)))
+        return JSONResponse({"token": token}, status_code=201)
+
+    async def _report(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        token = request.path_params["token"]
+        if request.method == "DELETE":
+            report = self.close_ledger(token)
+        else:
+            with self._lock:
+                ledger = self.ledgers.get(token)
+                report = ledger.report() if ledger is not None else None
+        if report is None:
+            return JSONResponse({"error": {"message": f"no ledger {token}"}}, status_code=404)
+        return JSONResponse(report)
+
+    async def _stats(self, _: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        with self._lock:
+            return JSONResponse({"ledgers": len(self.ledgers), "pending_cache_writes": len(self._pending)})
 
     # --------------------------------------------------------------------------------------------- serving
     async def _endpoint(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        job, metric, scope = (request.path_params[k] for k in ("job", "metric", "scope"))
-        usages = (self.usage[(job, metric)], self.scope_usage[(job, metric, scope)])
+        token, metric = request.path_params["token"], request.path_params["metric"]
+        scope = request.headers.get(SCOPE_HEADER) or request.path_params["scope"]
+        ledger = self.ledgers.get(token)
+        if ledger is None:
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"unknown_ledger: no ledger {token}",
+                        "type": "judge_error",
+                        "code": "unknown_ledger",
+                    }
+                },
+                status_code=400,
+            )
+        ledger.used_at = time.monotonic()
+        usages = (ledger.usage[metric], ledger.scopes[(metric, scope)])
         try:
             body = await request.json()
         except ValueError:
@@ -209,31 +329,32 @@ class JudgeGateway:
             )
         model = self.judge.model or str(body.get("model"))
         base_key = request_key(model, body, 0)
-        with self._lock:
-            for usage in usages:
-                usage.calls += 1
-            occurrence = 0
-            if scope != "-":
-                occurrence = self._occurrences[(job, metric, scope, base_key)]
-                self._occurrences[(job, metric, scope, base_key)] += 1
+        for usage in usages:
+            usage.calls += 1
+        occurrence = 0
+        if scope != "-":
+            occurrence = ledger.occurrences[(metric, scope, base_key)]
+            ledger.occurrences[(metric, scope, base_key)] += 1
         key = base_key if occurrence == 0 else request_key(model, body, occurrence)
-        use_cache = self.cache and job not in self.refresh_jobs
-        cached = await asyncio.to_thread(self._cached, key) if use_cache else None
+        # A refreshed batch reads no answer stored before it: only those it asked for itself (a request two
+        # of its metrics make is still sent once); a request in flight is being answered now, so it is fresh.
+        readable = self.cache and (not ledger.refresh or key in ledger.fresh)
+        cached = await self._cached(key) if readable else None
         if cached is not None:
-            with self._lock:
-                for usage in usages:
-                    usage.cache_hits += 1
+            for usage in usages:
+                usage.cache_hits += 1
             return JSONResponse(cached)
-        pending = self._inflight.get(key) if use_cache else None
+        pending = self._inflight.get(key) if self.cache else None
         if pending is not None:
             try:
                 response = await asyncio.shield(pending)
             except JudgeFailure:
                 pass
             else:
-                with self._lock:
-                    for usage in usages:
-                        usage.cache_hits += 1
+                if ledger.refresh:
+                    ledger.fresh.add(key)
+                for usage in usages:
+                    usage.cache_hits += 1
                 return JSONResponse(response)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -244,45 +365,24 @@ class JudgeGateway:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters handle it, nobody else needs to
             self._inflight.pop(key, None)
-            with self._lock:
-                for usage in usages:
-                    usage.failures += 1
-                    usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
+            for usage in usages:
+                usage.failures += 1
+                usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
             # 400 is not retried by the openai SDK or litellm: the failure reaches the metric at once.
             return JSONResponse(
                 {"error": {"message": str(exc), "type": "judge_error", "code": exc.cause}}, status_code=400
             )
         tokens = response.get("usage") or {}
-        with self._lock:
-            for usage in usages:
-                usage.upstream_calls += 1
-                usage.upstream_retries += retries
-                usage.prompt_tokens += int(tokens.get("prompt_tokens") or 0)
-                usage.completion_tokens += int(tokens.get("completion_tokens") or 0)
-                usage.latency_ms += latency
+        if ledger.refresh:
+            ledger.fresh.add(key)
+        for usage in usages:
+            usage.upstream_calls += 1
+            usage.upstream_retries += retries
+            usage.prompt_tokens += int(tokens.get("prompt_tokens") or 0)
+            usage.completion_tokens += int(tokens.get("completion_tokens") or 0)
+            usage.latency_ms += latency
         if self.cache:
-            await asyncio.to_thread(self._store, key, model, body, response, tokens, latency)
-        self._inflight.pop(key, None)
-        return JSONResponse(response)
-
-    def _cached(self, key: str) -> dict[str, Any] | None:
-        assert self.session_factory is not None
-        with self.session_factory() as s:
-            hit = JudgeCallRepository(s).get(key)
-            return dict(hit.response) if hit is not None else None
-
-    def _store(
-        self,
-        key: str,
-        model: str,
-        body: dict[str, Any],
-        response: dict[str, Any],
-        tokens: dict[str, Any],
-        latency: float,
-    ) -> None:
-        assert self.session_factory is not None
-        with self.session_factory() as s:
-            JudgeCallRepository(s).put(
+            self._pending[key] = CachedCall(
                 key,
                 model,
                 body,
@@ -291,16 +391,53 @@ class JudgeGateway:
                 tokens.get("completion_tokens"),
                 latency,
             )
+        self._inflight.pop(key, None)
+        return JSONResponse(response)
+
+    # ------------------------------------------------------------------------------------------------ cache
+    async def _cached(self, key: str) -> dict[str, Any] | None:
+        waiting = self._pending.get(key)
+        if waiting is not None:
+            return waiting.response
+        return await asyncio.to_thread(self._read, key)
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        assert self.session_factory is not None
+        with self.session_factory() as s:
+            return JudgeCallRepository(s).responses([key]).get(key)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(CACHE_FLUSH_S)
+            if self._pending:
+                try:
+                    await self._flush()
+                except Exception:  # the store is busy or down: the answers wait for the next round
+                    log.exception("judge cache: writing %d answers failed", len(self._pending))
+
+    async def _flush(self) -> None:
+        """Write every answer waiting, in one transaction; each stays served from memory until written."""
+        if not self._pending or self.session_factory is None:
+            return
+        batch = dict(self._pending)
+        await asyncio.to_thread(self._write, list(batch.values()))
+        for key, call in batch.items():
+            if self._pending.get(key) is call:
+                del self._pending[key]
+
+    def flush_cache(self) -> None:
+        """Write the answers waiting now (from another thread; the gateway also does it on its own)."""
+        if self._loop is not None:
+            asyncio.run_coroutine_threadsafe(self._flush(), self._loop).result(30)
+
+    def _write(self, calls: list[CachedCall]) -> None:
+        assert self.session_factory is not None
+        with self.session_factory() as s:
+            JudgeCallRepository(s).put_many(calls)
+            s.commit()
 
     async def _forward(self, model: str, body: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(max(1, self.judge.max_concurrency))
-            # No keep-alive: a pooled connection can outlive the gateway's loop (and the upstream's), and one
-            # TCP handshake per judge call is negligible beside the call itself.
-            self._client = httpx.AsyncClient(
-                timeout=self.judge.timeout_s, limits=httpx.Limits(max_keepalive_connections=0)
-            )
-        assert self._client is not None
+        assert self._client is not None and self._semaphore is not None
         url = (self.judge.base_url or "").rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.judge.api_key()}"}
         payload = {**body, "model": model}
@@ -348,19 +485,3 @@ class JudgeGateway:
                 ) from None
             return data, latency, attempt
         raise last
-
-
-_gateway: JudgeGateway | None = None
-_gateway_lock = threading.Lock()
-
-
-def shared_gateway(judge: JudgeSettings, session_factory: sessionmaker[Session] | None) -> JudgeGateway:
-    """The process's gateway, started on first use (restarted when the judge configuration changes)."""
-    global _gateway
-    with _gateway_lock:
-        if _gateway is not None and _gateway.judge != judge:
-            _gateway.stop()
-            _gateway = None
-        if _gateway is None:
-            _gateway = JudgeGateway(judge, session_factory).start()
-        return _gateway

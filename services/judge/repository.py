@@ -2,46 +2,70 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
-from services.models import JudgeCall
+from services.models import JudgeCall, utcnow
 from services.repository import Repository
+
+
+@dataclass(frozen=True)
+class CachedCall:
+    """One judge answer to store: the request key, what was asked and answered, its cost."""
+
+    key: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float
 
 
 class JudgeCallRepository(Repository):
     def get(self, key: str) -> JudgeCall | None:
         return self.session.scalar(select(JudgeCall).where(JudgeCall.key == key))
 
-    def put(
-        self,
-        key: str,
-        model: str,
-        request: dict[str, Any],
-        response: dict[str, Any],
-        prompt_tokens: int | None,
-        completion_tokens: int | None,
-        latency_ms: float,
-    ) -> None:
-        existing = self.get(key)
-        if existing is not None:  # a refreshed answer supersedes the cached one
-            existing.response, existing.latency_ms = response, latency_ms
-            existing.prompt_tokens, existing.completion_tokens = prompt_tokens, completion_tokens
+    def responses(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        rows = self.session.execute(select(JudgeCall.key, JudgeCall.response).where(JudgeCall.key.in_(keys)))
+        return {key: dict(response) for key, response in rows}
+
+    def put_many(self, calls: Sequence[CachedCall]) -> None:
+        """Insert the answers, or replace a stored one (a refreshed answer supersedes it), in one statement;
+        the caller commits. Later entries of ``calls`` win over earlier ones with the same key."""
+        if not calls:
+            return
+        latest = {c.key: c for c in calls}
+        rows = [
+            {
+                "key": c.key,
+                "model": c.model,
+                "request": c.request,
+                "response": c.response,
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "latency_ms": c.latency_ms,
+                "created_at": utcnow(),
+            }
+            for c in latest.values()
+        ]
+        dialect = self.session.get_bind().dialect.name
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
         else:
-            self.session.add(
-                JudgeCall(
-                    key=key,
-                    model=model,
-                    request=request,
-                    response=response,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    latency_ms=latency_ms,
-                )
-            )
-        try:
-            self.session.commit()
-        except IntegrityError:  # the same call answered concurrently: the first stored answer stays
-            self.session.rollback()
+            from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+        stmt = insert(JudgeCall).values(rows)
+        excluded = stmt.excluded
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[JudgeCall.key],
+            set_={
+                "response": excluded.response,
+                "prompt_tokens": excluded.prompt_tokens,
+                "completion_tokens": excluded.completion_tokens,
+                "latency_ms": excluded.latency_ms,
+            },
+        )
+        self.session.execute(stmt)

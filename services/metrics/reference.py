@@ -10,10 +10,13 @@ Undefined cases (no passage, unlocated chunks) give a reason, never 0 or 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from services.metrics.base import BaseAdapter, RetrievedSpan, Sample, SampleScore, Span
 from services.retrieval.segment import word_spans
+
+if TYPE_CHECKING:
+    from services.metrics.context import ScoringContext
 
 Word = tuple[int, int, int]  # document id, start, end
 
@@ -102,6 +105,6 @@ class ReferenceAdapter(BaseAdapter):
         "doc_recall": doc_recall,
     }
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         fn = self._FUNCS[str(self.options["measure"])]
         return [fn(s) for s in samples]

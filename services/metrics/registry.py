@@ -355,9 +355,20 @@ def availability(spec: MetricSpec, settings: Settings) -> tuple[bool, str | None
     return True, None
 
 
-def load_adapter(resolved: Resolved, settings: Settings, language: str) -> MetricAdapter:
-    module, _, cls = resolved.spec.target.partition(":")
-    adapter: MetricAdapter = getattr(importlib.import_module(module), cls)(
-        resolved.spec, k=resolved.k, settings=settings, language=language
-    )
+def load_adapter(resolved: Resolved | MetricSpec) -> MetricAdapter:
+    """The metric's adapter (stateless: what a call needs comes in its ScoringContext)."""
+    spec = resolved.spec if isinstance(resolved, Resolved) else resolved
+    module, _, cls = spec.target.partition(":")
+    adapter: MetricAdapter = getattr(importlib.import_module(module), cls)(spec)
     return adapter
+
+
+def prompt_language(spec: MetricSpec, settings: Settings, language: str) -> str | None:
+    """The language a judge metric's prompts run in for a dataset of ``language``; None without a judge."""
+    if not spec.needs_judge:
+        return None
+    from services.metrics.context import ScoringContext
+
+    adapter = load_adapter(spec)
+    prompts = getattr(adapter, "prompt_language", None)
+    return str(prompts(ScoringContext(settings, language=language))) if prompts is not None else "en"

@@ -1,16 +1,17 @@
-"""Scoring jobs: every requested metric on every output of a run, each score stored as soon as computed.
+"""Scoring jobs: every requested metric on every output of a run, each batch's scores stored together.
 
-Items are ``"<metric full name>|<output id>"``. Creating a job skips scores already computed under the same
-configuration (same config key) unless ``recompute``; a score in error is always computed again.
+Items are ``"<metric full name>|<output id>"``, output by output (all metrics of an output, then the next), so
+that a batch holds every metric of its outputs and scores them all at once (``services.metrics.batch``).
+Creating a job skips scores already computed under the same configuration (same config key) unless
+``recompute``; a score in error is always computed again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -21,10 +22,14 @@ from services.datasets.service import get_dataset
 from services.errors import InvalidItems, ItemError
 from services.jobs.service import JobRead, create_job, job_read
 from services.jobs.worker import JobContext
+from services.judge.gateway import Usage
 from services.metrics import registry
 from services.metrics.base import MetricAdapter, SampleScore
+from services.metrics.batch import MetricWork, score_batch
+from services.metrics.context import ScoringContext
+from services.metrics.resources import ScoringResources
 from services.metrics.samples import build_samples
-from services.models import Job, MetricScore
+from services.models import Job
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
@@ -49,10 +54,8 @@ def config_key(full_name: str, config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def _adapters(
-    resolved: list[registry.Resolved], settings: Settings, language: str
-) -> dict[str, MetricAdapter]:
-    return {r.full_name: registry.load_adapter(r, settings, language) for r in resolved}
+def _adapters(resolved: list[registry.Resolved]) -> dict[str, tuple[registry.Resolved, MetricAdapter]]:
+    return {r.full_name: (r, registry.load_adapter(r)) for r in resolved}
 
 
 def create_scoring_job(session: Session, settings: Settings, run_id: int, request: ScoringRequest) -> JobRead:
@@ -72,21 +75,25 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
     if errors:
         raise InvalidItems("some requested metrics cannot run here", errors)
     outputs = [o.id for o in RunRepository(session).outputs(run_id)]
-    adapters = _adapters(resolved, settings, dataset.language)
-    keys: list[str] = []
+    adapters = _adapters(resolved)
+    planning = ScoringContext(settings, language=dataset.language)
     skipped = 0
     configs = {}
     repo = ScoreRepository(session)
-    for name, adapter in adapters.items():
-        ckey = config_key(name, adapter.config())
+    todo: dict[str, set[int]] = {}
+    for name, (r, adapter) in adapters.items():
+        ckey = config_key(name, adapter.config(planning.for_k(r.k)))
         configs[name] = ckey
         existing = {} if request.recompute else repo.existing(outputs, name, ckey)
+        todo[name] = set()
         for oid in outputs:
             prev = existing.get(oid)
             if prev is not None and prev.error is None:
                 skipped += 1
                 continue
-            keys.append(f"{name}|{oid}")
+            todo[name].add(oid)
+    # Output by output: a claimed batch holds all the metrics of its outputs, scored together.
+    keys = [f"{name}|{oid}" for oid in outputs for name in adapters if oid in todo[name]]
     params = {
         "run_id": run_id,
         "metrics": list(adapters),
@@ -98,82 +105,134 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
     return job_read(session, create_job(session, "scoring", params, keys, summary))
 
 
-def _store(
-    session: Session,
-    job: Job,
-    name: str,
-    ckey: str,
-    config: dict[str, Any],
-    k: int | None,
-    oid: int,
-    res: SampleScore,
-) -> None:
+@dataclass(frozen=True)
+class ScoreRow:
+    """One computed score to store: metric full name, configuration (and its key), k, output, result."""
+
+    metric: str
+    config_key: str
+    config: dict[str, Any]
+    k: int | None
+    output_id: int
+    result: SampleScore
+
+
+def _store(session: Session, job: Job, rows: list[ScoreRow]) -> None:
+    """Write a batch's scores as set operations: one query for the ids of the rows they replace, one bulk
+    UPDATE and one bulk INSERT (committed by the caller)."""
     repo = ScoreRepository(session)
-    score = repo.existing([oid], name, ckey).get(oid)
-    if score is None:
-        score = MetricScore(output_id=oid, metric=name, config_key=ckey)
-        repo.add(score)
-    score.config, score.k, score.value = config, k, res.value
-    score.reason, score.error, score.details = res.reason, res.error, res.details
-    score.tokens, score.latency_ms, score.job_id = res.tokens, res.latency_ms, job.id
+    ids = repo.ids_of({r.output_id for r in rows}, {r.metric for r in rows})
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    for row in rows:
+        res = row.result
+        values = {
+            "config": row.config,
+            "k": row.k,
+            "value": res.value,
+            "reason": res.reason,
+            "error": res.error,
+            "details": res.details,
+            "tokens": res.tokens,
+            "latency_ms": res.latency_ms,
+            "job_id": job.id,
+        }
+        stored = ids.get((row.output_id, row.metric, row.config_key))
+        if stored is None:
+            inserts.append(
+                {"output_id": row.output_id, "metric": row.metric, "config_key": row.config_key, **values}
+            )
+        else:
+            updates.append({"id": stored, **values})
+    repo.update_many(updates)
+    repo.insert_many(inserts)
+
+
+def _add_judge_usage(session: Session, job_id: int, usage: dict[str, dict[str, Any]]) -> None:
+    """Add a batch's judge calls to the job's totals (per accounted metric)."""
+    stored = session.get(Job, job_id)
+    if stored is None or not usage:
+        return
+    totals = dict((stored.summary or {}).get("judge_usage", {}))
+    for metric, figures in usage.items():
+        total = Usage()
+        total.add(totals.get(metric, {}))
+        total.add(figures)
+        totals[metric] = total.as_dict()
+    stored.summary = {**(stored.summary or {}), "judge_usage": totals}
 
 
 class ScoringHandler:
-    batch_size = 64
+    batch_size = 512
+
+    def batch_size_for(self, settings: Settings) -> int:
+        return settings.jobs.scoring_batch_size
 
     def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
         by_metric: dict[str, list[int]] = defaultdict(list)
         for key in keys:
             name, _, output_id = key.rpartition("|")
             by_metric[name].append(int(output_id))
-        outcome: dict[str, str | None] = {}
+        resolved = {name: registry.resolve(name, int(job.params.get("k", 5))) for name in by_metric}
+        # Samples are read, then scored with no transaction open (judge calls take seconds).
         with ctx.read_factory() as session:
             run = get_run(session, int(job.params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
+            samples = {}
+            for k in {r.k for r in resolved.values()}:
+                oids = sorted({o for n, os in by_metric.items() if resolved[n].k == k for o in os})
+                samples[k] = build_samples(session, oids, k)
+            versions = RunRepository(session).output_versions(
+                sorted({o for os in by_metric.values() for o in os})
+            )
+        outcome: dict[str, str | None] = {}
+        work: list[MetricWork] = []
+        present: list[list[int]] = []
         for name, oids in by_metric.items():
-            resolved = registry.resolve(name, int(job.params.get("k", 5)))
-            adapter = registry.load_adapter(resolved, ctx.settings, language)
-            # Judge adapters account their calls per job and metric (and may skip the judge cache).
-            adapter.bind_job(job.id, bool(job.params.get("refresh_judge_cache")))
-            config = adapter.config()
-            ckey = config_key(name, config)
-            # Samples are read, then scored with no transaction open (judge calls take seconds).
-            with ctx.read_factory() as session:
-                samples = build_samples(session, oids, resolved.k)
-                versions = RunRepository(session).output_versions(oids)
-            present = [oid for oid in oids if oid in samples]
-            t0 = time.perf_counter()
-            try:
-                results = asyncio.run(adapter.score([samples[o] for o in present]))
-            except Exception as exc:  # a library failing on the whole batch: every item gets the error
-                err = f"exception: {type(exc).__name__}: {exc}"[:2000]
-                results = [SampleScore(error=err) for _ in present]
-            per_item_ms = (time.perf_counter() - t0) * 1000 / max(len(present), 1)
-            # Each metric's scores are stored in one short write transaction as soon as they exist.
-            with ctx.session_factory() as session:
-                lock_run(session, int(job.params["run_id"]))
-                # An output re-imported with a new answer while it was being scored: the score describes
-                # the old answer and is not stored (its item fails with the reason; a new job scores it).
-                current = RunRepository(session).output_versions(present)
-                for oid, res in zip(present, results, strict=True):
+            k_samples = samples[resolved[name].k]
+            found = [oid for oid in oids if oid in k_samples]
+            for oid in set(oids) - set(found):
+                outcome[f"{name}|{oid}"] = "missing: the output was deleted"
+            work.append(MetricWork(resolved[name], [k_samples[o] for o in found]))
+            present.append(found)
+        resources: ScoringResources | None = ctx.resources
+        own = resources is None
+        if resources is None:  # a worker without long-lived resources (tools): this batch's own
+            resources = ScoringResources(ctx.settings, ctx.session_factory)
+        try:
+            result = resources.run(
+                score_batch(
+                    ctx.settings,
+                    resources,
+                    work,
+                    language=language,
+                    job=str(job.id),
+                    refresh=bool(job.params.get("refresh_judge_cache")),
+                )
+            )
+        finally:
+            if own:
+                resources.close()
+        # The batch's scores are stored in one short write transaction.
+        with ctx.session_factory() as session:
+            lock_run(session, int(job.params["run_id"]))
+            # An output re-imported with a new answer while it was being scored: the score describes the
+            # old answer and is not stored (its item fails with the reason; a new job scores it).
+            current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
+            rows: list[ScoreRow] = []
+            for w, found, scores, config in zip(work, present, result.scores, result.configs, strict=True):
+                name = w.resolved.full_name
+                ckey = config_key(name, config)
+                row_k = w.resolved.k if w.resolved.spec.uses_k else None
+                for oid, res in zip(found, scores, strict=True):
                     if current.get(oid) != versions.get(oid):
                         outcome[f"{name}|{oid}"] = (
                             "stale: the output's answer changed while it was scored; score the run again"
                         )
                         continue
-                    if res.latency_ms is None:
-                        res.latency_ms = per_item_ms
-                    k = resolved.k if resolved.spec.uses_k else None
-                    _store(session, job, name, ckey, config, k, oid, res)
+                    rows.append(ScoreRow(name, ckey, config, row_k, oid, res))
                     outcome[f"{name}|{oid}"] = res.error
-                for oid in set(oids) - set(present):
-                    outcome[f"{name}|{oid}"] = "missing: the output was deleted"
-                usage = adapter.judge_usage()
-                if usage is not None:
-                    stored = session.get(Job, job.id)
-                    if stored is not None:
-                        judge_usage = dict((stored.summary or {}).get("judge_usage", {}))
-                        judge_usage[name] = usage
-                        stored.summary = {**(stored.summary or {}), "judge_usage": judge_usage}
-                session.commit()
+            _store(session, job, rows)
+            _add_judge_usage(session, job.id, result.judge_usage)
+            session.commit()
         return outcome

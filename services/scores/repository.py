@@ -107,3 +107,10 @@ class ScoreRepository(Repository):
         return {
             (m, c): (cfg or {}, det or {}) for m, c, cfg, det in self.session.execute(stmt) if (m, c) in keys
         }
+
+    def ids_of(self, output_ids: Iterable[int], metrics: Iterable[str]) -> dict[tuple[int, str, str], int]:
+        """The ids of the stored scores of these outputs and metrics, by (output, metric, config key)."""
+        stmt = select(
+            MetricScore.output_id, MetricScore.metric, MetricScore.config_key, MetricScore.id
+        ).where(MetricScore.output_id.in_(list(output_ids)), MetricScore.metric.in_(list(metrics)))
+        return {(o, m, c): i for o, m, c, i in self.session.execute(stmt)}

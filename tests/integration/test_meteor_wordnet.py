@@ -10,6 +10,7 @@ import pytest
 from services.config import Settings
 from services.metrics import wordnet
 from services.metrics.classic import MeteorAdapter
+from services.metrics.context import ScoringContext
 from services.metrics.registry import resolve
 
 
@@ -36,15 +37,14 @@ def test_english_meteor_uses_debian_wordnet(tmp_path: Path) -> None:
     assert path is not None
     reader = wordnet.open_reader(path)
     assert "car" in {lemma.name() for s in reader.synsets("automobile") for lemma in s.lemmas()}
-    adapter = MeteorAdapter(
-        resolve("classic.meteor").spec, settings=Settings(data_dir=tmp_path), language="en"
-    )
-    assert "synonyms (WordNet 3.0, Debian wordnet-base)" in adapter.config()["modules"]
+    adapter = MeteorAdapter(resolve("classic.meteor").spec)
+    ctx = ScoringContext(Settings(data_dir=tmp_path), language="en")
+    assert "synonyms (WordNet 3.0, Debian wordnet-base)" in adapter.config(ctx)["modules"]
     from tests.unit.metrics.test_reference import sample
 
     s = sample([], [])
     s = type(s)(**{**s.__dict__, "answer": "the auto is red", "reference_answer": "the car is red"})
-    got = asyncio.run(adapter.score([s]))[0]
+    got = asyncio.run(adapter.score([s], ctx))[0]
     direct = meteor_score(
         [["the", "car", "is", "red"]],
         ["the", "auto", "is", "red"],

@@ -17,7 +17,8 @@ REFS = {q["external_id"]: q["reference_answer"] for q in read_jsonl(MINI / "ques
 
 def drain(client: TestClient) -> None:
     app: Any = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings), worker_id="test").drain()
+    state = app.state
+    Worker(JobContext(state.session_factory, state.settings, state.scoring), worker_id="test").drain()
 
 
 def scored_run(client: TestClient, metrics: list[str], k: int = 5) -> tuple[int, dict[str, Any]]:
@@ -121,7 +122,7 @@ def test_unknown_and_unavailable_metrics_are_422(client: TestClient) -> None:
 def test_failure_of_one_metric_is_recorded_and_job_goes_on(client: TestClient, monkeypatch: Any) -> None:
     from services.metrics import classic
 
-    async def boom(self: Any, samples: Any) -> Any:
+    async def boom(self: Any, samples: Any, ctx: Any) -> Any:
         raise RuntimeError("library crashed")
 
     monkeypatch.setattr(classic.BleuAdapter, "compute", boom)
@@ -193,9 +194,9 @@ def test_two_workers_never_take_the_same_item(client: TestClient) -> None:
     calls: list[int] = []
     original = classic.BleuAdapter.compute
 
-    async def counting(self: Any, samples: Any) -> Any:
+    async def counting(self: Any, samples: Any, ctx: Any) -> Any:
         calls.extend(s.output_id for s in samples)
-        return await original(self, samples)
+        return await original(self, samples, ctx)
 
     ds = client.post("/datasets", json={"name": "many"}).json()["id"]
     client.post(f"/datasets/{ds}/documents", json=[{"external_id": "d", "text": "Some text."}])
@@ -213,9 +214,8 @@ def test_two_workers_never_take_the_same_item(client: TestClient) -> None:
     )
     job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.bleu"]}).json()
     app: Any = client.app
-    from services.metrics.scoring import ScoringHandler
-
-    ScoringHandler.batch_size, saved = 1, ScoringHandler.batch_size
+    jobs = app.state.settings.jobs
+    jobs.scoring_batch_size, saved = 1, jobs.scoring_batch_size
     classic.BleuAdapter.compute = counting  # type: ignore[method-assign]
     try:
         workers = [
@@ -229,7 +229,7 @@ def test_two_workers_never_take_the_same_item(client: TestClient) -> None:
             t.join(60)
     finally:
         classic.BleuAdapter.compute = original  # type: ignore[method-assign]
-        ScoringHandler.batch_size = saved
+        jobs.scoring_batch_size = saved
     final = client.get(f"/jobs/{job['id']}").json()
     assert final["status"] == "done" and final["done"] == n
     assert len(calls) == n and len(set(calls)) == n  # each output scored exactly once across the workers

@@ -1,40 +1,22 @@
-"""What every LLM-judge adapter shares: the gateway, the judge fingerprint, per-sample concurrency, timeouts
-and the classification of failures into causes ("timeout", "http_500", "malformed_judge_output", ...)."""
+"""What every LLM-judge adapter shares: the judge session from the scoring context, the judge fingerprint,
+per-sample scheduling and timeouts, and the classification of failures into causes ("timeout", "http_500",
+"malformed_judge_output", ...)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from services.db import shared_session_factory
-from services.judge.gateway import JudgeGateway, shared_gateway
 from services.metrics.base import BaseAdapter, Sample, SampleScore, package_version
-from services.offline import apply_offline_env
+from services.metrics.context import SCOPE, JudgeSession, ScoringContext
 
 OUTPUT_CHECKS = 2
 _CODE = re.compile(r"""['"]code['"]:\s*['"]([a-z_0-9]+)['"]""")
-
-
-_SSL_CONTEXT: Any = None
-
-
-def gateway_http_client() -> Any:
-    """An httpx.AsyncClient for the loopback gateway, without keep-alive (a pooled connection must not outlive
-    the scoring's event loop). httpx builds an SSL context per client by default, loading the CA bundle each
-    time (~24 ms, measured by bench/judges.py as most of the Ragas and Opik adapters' CPU); the gateway is
-    plain HTTP, so one shared context serves every client (0.07 ms per client)."""
-    import ssl
-
-    import httpx
-
-    global _SSL_CONTEXT
-    if _SSL_CONTEXT is None:
-        _SSL_CONTEXT = ssl.create_default_context()
-    return httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0), verify=_SSL_CONTEXT)
 
 
 def final_attempt(exc: BaseException) -> BaseException:
@@ -105,40 +87,40 @@ def classify(exc: BaseException) -> str:
     return f"exception: {text[:300]}"
 
 
+class PrepareFailed(Exception):
+    """What ``prepare`` could not do (a model to load, prompts to adapt): every sample's error, as given
+    ("cause: message")."""
+
+
 class JudgeAdapter(BaseAdapter):
-    """Subclasses implement ``score_one`` (or override ``compute`` for batch libraries)."""
+    """Subclasses implement ``score_one`` (and ``prepare`` for what a call's samples share), or override
+    ``compute`` for batch libraries. Nothing is kept on the instance between calls."""
 
     library = "judge"
-    #: Whether the library's prompts are run in the dataset's language (else they stay English).
+    #: Whether the library's prompts run in the dataset's language (else they stay English).
     translates_prompts = False
-    job_id = "adhoc"
 
-    def bind_job(self, job_id: int, refresh_judge_cache: bool = False) -> None:
-        self.job_id = str(job_id)
-        if refresh_judge_cache:
-            self.gateway.refresh_jobs.add(self.job_id)
+    # ------------------------------------------------------------------------------------------ identity
+    def ledger_metric(self) -> str:
+        """The name this metric's judge calls are accounted under at the gateway."""
+        return self.spec.name
 
-    def judge_usage(self) -> dict[str, Any] | None:
-        return self.gateway.usage_for(self.job_id, self.spec.name).as_dict()
+    def translates(self, ctx: ScoringContext) -> bool:
+        return self.translates_prompts
 
-    @property
-    def judge_language(self) -> str:
-        return self.settings.judge.language or self.language
+    def prompt_language(self, ctx: ScoringContext) -> str:
+        lang = ctx.judge_language.split("-")[0].lower()
+        return lang if self.translates(ctx) else "en"
 
-    @property
-    def prompt_language(self) -> str:
-        lang = self.judge_language.split("-")[0]
-        return lang if self.translates_prompts else "en"
-
-    def config(self) -> dict[str, Any]:
-        judge = self.settings.judge
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        judge = ctx.settings.judge
         return {
-            **super().config(),
+            **super().config(ctx),
             "judge": {
                 "model": judge.model,
                 "endpoint": judge.host,
-                "language": self.judge_language,
-                "prompts": self.prompt_language,
+                "language": ctx.judge_language,
+                "prompts": self.prompt_language(ctx),
                 "library_version": package_version(self.spec.package),
                 # Version of the adapters' checks on the judge's answers (a failure is never a number):
                 # scores stored under older checks are computed again.
@@ -146,47 +128,75 @@ class JudgeAdapter(BaseAdapter):
             },
         }
 
-    @property
-    def gateway(self) -> JudgeGateway:
-        apply_offline_env()
-        return shared_gateway(self.settings.judge, shared_session_factory(self.settings.database_url))
-
     def scope(self, sample: Sample) -> str:
         return f"o{sample.output_id}"
 
-    def base_url(self, sample: Sample | None = None) -> str:
-        return self.gateway.base_url(self.job_id, self.spec.name, self.scope(sample) if sample else "-")
+    @staticmethod
+    def model_name(ctx: ScoringContext) -> str:
+        return ctx.settings.judge.model or "judge"
 
-    @property
-    def model_name(self) -> str:
-        return self.settings.judge.model or "judge"
+    def sample_timeout_s(self, ctx: ScoringContext) -> float:
+        # Generous: a metric makes several calls, each with the gateway's own retries (and the delays a judge
+        # may ask for, each within the timeout).
+        judge = ctx.settings.judge
+        return judge.timeout_s * (judge.retries + 1) * 2 * 6
 
-    @property
-    def sample_timeout_s(self) -> float:
-        # Generous: a metric makes several calls, each with the gateway's own retries.
-        judge = self.settings.judge
-        return judge.timeout_s * (judge.retries + 1) * 6
+    @staticmethod
+    def session(ctx: ScoringContext) -> JudgeSession:
+        if ctx.judge is None:
+            raise RuntimeError(
+                "no judge session in the scoring context (score through services.metrics.batch)"
+            )
+        return ctx.judge
 
-    async def score_one(self, sample: Sample) -> SampleScore:
+    def base_url(self, ctx: ScoringContext, sample: Sample | None = None) -> str:
+        scope = self.scope(sample) if sample is not None else "-"
+        return self.session(ctx).base_url(self.ledger_metric(), scope)
+
+    # ------------------------------------------------------------------------------------------- scoring
+    async def prepare(self, samples: Sequence[Sample], ctx: ScoringContext) -> Any:
+        """What every sample of this call shares (clients, metric objects), built once; None by default."""
+        return None
+
+    async def release(self, shared: Any) -> None:
+        """Close what ``prepare`` opened."""
+
+    def admission(self, sample: Sample, ctx: ScoringContext) -> contextlib.AbstractAsyncContextManager[Any]:
+        """What a sample waits for before it takes a slot and is scored (nothing by default)."""
+        return contextlib.nullcontext()
+
+    async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
         raise NotImplementedError
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
-        limit = asyncio.Semaphore(max(1, self.settings.judge.max_concurrency))
-        gateway = self.gateway
-        gateway.reset_occurrences(self.job_id, self.spec.name)
+    async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
+        self.session(ctx)
+        try:
+            shared = await self.prepare(samples, ctx)
+        except PrepareFailed as exc:
+            return [SampleScore(error=str(exc)) for _ in samples]
+        except Exception as exc:
+            err = classify(exc)
+            return [SampleScore(error=err) for _ in samples]
+        timeout = self.sample_timeout_s(ctx)
 
         async def one(sample: Sample) -> SampleScore:
-            async with limit:
+            # Waiting for admission (another metric computing what this one will read) holds no slot.
+            async with (
+                self.admission(sample, ctx),
+                ctx.slots if ctx.slots is not None else contextlib.nullcontext(),
+            ):
+                # Every request made for this sample (in this task and the tasks it starts) is accounted to
+                # its scope.
+                SCOPE.set(self.scope(sample))
                 t0 = time.perf_counter()
                 try:
-                    res = await asyncio.wait_for(self.score_one(sample), self.sample_timeout_s)
+                    res = await asyncio.wait_for(self.score_one(sample, ctx, shared), timeout)
                 except Exception as exc:
                     res = SampleScore(error=classify(exc))
-                usage = gateway.usage_for(self.job_id, self.spec.name, self.scope(sample))
-                res.tokens = usage.prompt_tokens + usage.completion_tokens
                 res.latency_ms = (time.perf_counter() - t0) * 1000
-                res.details.setdefault("judge_calls", usage.calls)
-                res.details.setdefault("cache_hits", usage.cache_hits)
                 return res
 
-        return list(await asyncio.gather(*(one(s) for s in samples)))
+        try:
+            return list(await asyncio.gather(*(one(s) for s in samples)))
+        finally:
+            await self.release(shared)

@@ -1,7 +1,7 @@
 """Opik 2.2.122 LLM-judge metrics, each computed by Opik's own metric class (``opik.evaluation.metrics``).
 
-Each sample gets its own ``LiteLLMChatModel("openai/<judge model>")`` pointed at the judge gateway's
-per-sample URL (``track=False`` on the model and the metric), and the metric's own ``ascore``:
+One ``LiteLLMChatModel("openai/<judge model>")`` and one metric object per scoring call, pointed at the
+judge gateway (``track=False`` on the model and the metric), and the metric's own ``ascore`` per sample:
 
     opik.hallucination        Hallucination(input, output, context)                      1 judge call
     opik.moderation           Moderation(output)                                         1 judge call
@@ -16,7 +16,8 @@ configured judge temperature. The value is the judge's own score, 0-1, checked b
 reason is kept in ``details["explanation"]``.
 
 Language: Opik has no language switch. For a French dataset (or ``judge.language``) Hallucination gets
-French few-shot examples through its ``few_shot_examples`` argument; Opik ships none for it, so they add
+French few-shot examples (``prompts/opik/fr/hallucination_examples.json``) through its ``few_shot_examples``
+argument; Opik ships none for it, so they add
 to its prompt without replacing anything Opik tuned. Its instructions stay English. Moderation,
 answer relevance, usefulness, context precision and context recall keep Opik's English prompts and English
 examples in every language: rewriting examples Opik tuned would score with prompts Opik never shipped,
@@ -37,7 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.metrics.base import Sample, SampleScore, in_thread
-from services.metrics.judges.base import JudgeAdapter, classify, gateway_http_client
+from services.metrics.context import ScoringContext
+from services.metrics.judges import prompts
+from services.metrics.judges.base import JudgeAdapter, classify
 from services.offline import apply_offline_env
 
 # The gateway holds the real key; the SDKs only refuse an empty one.
@@ -70,42 +73,17 @@ _SCALES = {
     ),
 }
 
-# Few-shot examples in Opik's FewShotExampleHallucination shape (a TypedDict, so plain dicts).
-_FRENCH_HALLUCINATION_EXAMPLES: list[dict[str, Any]] = [
-    {
-        "title": "Réponse fidèle",
-        "input": "Quels sont les horaires de la médiathèque le samedi ?",
-        "context": ["La médiathèque est ouverte le samedi de 9 h à 13 h, et fermée le dimanche."],
-        "output": "Le samedi, la médiathèque ouvre de 9 h à 13 h.",
-        "score": 0.0,
-        "reason": "La réponse reprend exactement les horaires du samedi donnés par le contexte.",
-    },
-    {
-        "title": "Hallucination partielle",
-        "input": "À combien de jours de congés payés un salarié à temps plein a-t-il droit ?",
-        "context": ["Un salarié à temps plein a droit à 25 jours ouvrés de congés payés par an."],
-        "output": "Il a droit à 25 jours ouvrés de congés payés par an, plus 10 jours de RTT.",
-        "score": 0.5,
-        "reason": "Les 25 jours sont conformes au contexte, mais les 10 jours de RTT n'y figurent pas.",
-    },
-    {
-        "title": "Hallucination",
-        "input": "Quel est le délai de livraison ?",
-        "context": ["La livraison standard prend de 3 à 5 jours ouvrés après expédition."],
-        "output": "La livraison est gratuite et arrive en 24 heures.",
-        "score": 1.0,
-        "reason": (
-            "Le contexte annonce 3 à 5 jours ouvrés, pas 24 heures, et ne dit rien de la gratuité "
-            "de la livraison."
-        ),
-    },
-]
-_FRENCH_EXAMPLES_ID = (
-    "fr-"
-    + hashlib.sha256(
-        json.dumps(_FRENCH_HALLUCINATION_EXAMPLES, sort_keys=True, ensure_ascii=False).encode()
-    ).hexdigest()[:12]
-)
+
+def _examples(language: str) -> list[dict[str, Any]] | None:
+    """Hallucination's few-shot examples in ``language`` (prompts/opik/<language>/), in Opik's
+    FewShotExampleHallucination shape (a TypedDict, so plain dicts); None when there are none."""
+    found = prompts.data("opik", "hallucination_examples", language)
+    return list(found) if found else None
+
+
+def _examples_id(language: str, examples: list[dict[str, Any]]) -> str:
+    blob = json.dumps(examples, sort_keys=True, ensure_ascii=False).encode()
+    return f"{language}-" + hashlib.sha256(blob).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -164,28 +142,31 @@ class Adapter(JudgeAdapter):
         super().__init__(*args, **kwargs)
         if self.metric not in _CLASSES:
             raise ValueError(f"unknown Opik metric {self.metric!r}")
-        # Only Hallucination has a prompt in the dataset's language (French examples), see the module doc.
-        self.translates_prompts = self.metric == "hallucination" and self._french
 
     @property
     def metric(self) -> str:
         return str(self.options["metric"])
 
-    @property
-    def _french(self) -> bool:
-        return self.judge_language.split("-")[0].lower() == "fr"
+    def translates(self, ctx: ScoringContext) -> bool:
+        # Only Hallucination has a prompt in the dataset's language (its examples), see the module doc.
+        return self.metric == "hallucination" and _examples(self._language(ctx)) is not None
 
-    @property
-    def prompts(self) -> str:
-        if self.translates_prompts:
-            return "English instructions, French few-shot examples"
+    @staticmethod
+    def _language(ctx: ScoringContext) -> str:
+        return ctx.judge_language.split("-")[0].lower()
+
+    def prompts(self, ctx: ScoringContext) -> str:
+        if self.translates(ctx):
+            code = self._language(ctx)
+            return f"English instructions, {prompts.language_name(code).capitalize()} few-shot examples"
         return "English (Opik's own prompt)"
 
-    def config(self) -> dict[str, Any]:
-        cfg = {**super().config(), "temperature": self.settings.judge.temperature}
-        if self.translates_prompts:
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        cfg = {**super().config(ctx), "temperature": ctx.settings.judge.temperature}
+        examples = _examples(self._language(ctx)) if self.translates(ctx) else None
+        if examples is not None:
             # Editing the examples changes the prompt, so scores computed with the old ones are not reused.
-            cfg["few_shot_examples"] = _FRENCH_EXAMPLES_ID
+            cfg["few_shot_examples"] = _examples_id(self._language(ctx), examples)
         return cfg
 
     # ----------------------------------------------------------------------------------------- the library
@@ -202,10 +183,11 @@ class Adapter(JudgeAdapter):
         }
         return inputs[self.metric]
 
-    def _build(self, lib: _Opik, model: Any) -> Any:
+    def _build(self, lib: _Opik, model: Any, ctx: ScoringContext) -> Any:
         kwargs: dict[str, Any] = {"model": model, "track": False}
-        if self.translates_prompts:
-            kwargs["few_shot_examples"] = _FRENCH_HALLUCINATION_EXAMPLES
+        examples = _examples(self._language(ctx)) if self.translates(ctx) else None
+        if examples is not None:
+            kwargs["few_shot_examples"] = examples
         return lib.metrics[self.metric](**kwargs)
 
     def _failure(self, lib: _Opik, exc: Exception) -> str:
@@ -222,45 +204,42 @@ class Adapter(JudgeAdapter):
         return classify(exc)
 
     # ------------------------------------------------------------------------------------------- scoring
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
-        # Outside the per-sample timeouts, and off the event loop: the first import takes seconds.
-        await in_thread(_load)
-        return await super().compute(samples)
-
-    async def score_one(self, sample: Sample) -> SampleScore:
+    async def prepare(self, samples: Sequence[Sample], ctx: ScoringContext) -> Any:
+        """One model and one metric object for every sample of the call: Opik's metrics keep no state
+        between ``ascore`` calls, and each request's scope travels in a header of the batch's shared pool."""
         from openai import AsyncOpenAI
 
-        lib = _load()
-        base_url = self.base_url(sample)
-        # A client of our own, closed below: litellm would otherwise cache one per URL, bound to this
-        # scoring's event loop, and leave its connections open when the loop ends. No keep-alive and no SDK
-        # retries: the gateway retries, and a pooled connection must not outlive the loop.
-        http = gateway_http_client()
+        # Outside the per-sample timeouts, and off the event loop: the first import takes seconds.
+        lib = await in_thread(_load)
+        base_url = self.base_url(ctx)
+        timeout = self.sample_timeout_s(ctx)
+        # Our own client over the batch's keep-alive pool (litellm would otherwise build one per URL). No
+        # SDK retries: the gateway retries. Not closed here: the pool belongs to the judge session.
         client = AsyncOpenAI(
             base_url=base_url,
             api_key=_API_KEY,
-            http_client=http,
+            http_client=self.session(ctx).http,
             max_retries=0,
-            timeout=self.sample_timeout_s,
+            timeout=timeout,
         )
+        model = lib.model(
+            model_name=f"openai/{self.model_name(ctx)}",
+            base_url=base_url,
+            api_key=_API_KEY,
+            track=False,
+            client=client,
+            temperature=ctx.settings.judge.temperature,
+            timeout=timeout,
+        )
+        return lib, self._build(lib, model, ctx)
+
+    async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
+        lib, metric = shared
         try:
-            model = lib.model(
-                model_name=f"openai/{self.model_name}",
-                base_url=base_url,
-                api_key=_API_KEY,
-                track=False,
-                client=client,
-                temperature=self.settings.judge.temperature,
-                timeout=self.sample_timeout_s,
-            )
-            try:
-                result = await self._build(lib, model).ascore(**self._inputs(sample))
-            except Exception as exc:
-                return SampleScore(error=self._failure(lib, exc), details={"prompts": self.prompts})
-        finally:
-            await client.close()
-            await http.aclose()
-        details: dict[str, Any] = {"scale": _SCALES[self.metric], "prompts": self.prompts}
+            result = await metric.ascore(**self._inputs(sample))
+        except Exception as exc:
+            return SampleScore(error=self._failure(lib, exc), details={"prompts": self.prompts(ctx)})
+        details: dict[str, Any] = {"scale": _SCALES[self.metric], "prompts": self.prompts(ctx)}
         if getattr(result, "scoring_failed", False):
             # Opik marks some failures on the result (value 0.0) instead of raising: never a score.
             return SampleScore(error=f"malformed_judge_output: Opik could not score: {result.reason}"[:500])

@@ -1,7 +1,8 @@
 """Ragas 0.4.3 metrics, computed by Ragas' modern "collections" metrics (``ragas.metrics.collections``).
 
-Each sample gets its own ``AsyncOpenAI`` client pointed at the judge gateway's per-sample URL, wrapped by
-``ragas.llms.llm_factory`` (instructor JSON mode), and the metric's own ``ascore``:
+One ``AsyncOpenAI`` client per scoring call, on the batch's keep-alive pool to the judge gateway (each
+request's scope in a header), wrapped by ``ragas.llms.llm_factory`` (instructor JSON mode), one metric object,
+and the metric's own ``ascore`` per sample:
 
     ragas.faithfulness                  Faithfulness                    2 judge calls
     ragas.answer_relevancy              AnswerRelevancy(strictness=3)   3 judge calls + local embeddings
@@ -10,12 +11,13 @@ Each sample gets its own ``AsyncOpenAI`` client pointed at the judge gateway's p
     ragas.context_recall                ContextRecall                   1 judge call
 
 Language: for a non-English dataset (or ``judge.language``) every prompt of every metric is adapted with
-Ragas' own ``BasePrompt.adapt(language, llm, adapt_instruction=True)``: instructions and few-shot examples
-are translated once by the judge (through the gateway) and kept under
-``<data_dir>/prompts/ragas/<language>/<judge model>/``. No metric keeps English instructions or examples;
-what stays English is Ragas' fixed JSON-format sentence ("Please return the output in a JSON format...")
-and instructor's system message carrying the output schema. If the translation fails, the scores fail
-(set ``RAGMETA_JUDGE__LANGUAGE=en`` to score with the English prompts instead).
+Ragas' own ``BasePrompt.adapt(language, llm, adapt_instruction=True)``: instructions and few-shot examples are
+translated once by the judge (through the gateway) and kept under ``<data_dir>/prompts/ragas/<language>/<judge
+model>/`` (a job with ``refresh_judge_cache`` translates them again). Language codes map to the names Ragas
+expects in ``prompts/languages.json``. No metric keeps English instructions or examples; what stays
+English is Ragas' fixed JSON-format sentence ("Please return the output in a JSON format...") and instructor's
+system message carrying the output schema. If the translation fails, the scores fail (set
+``RAGMETA_JUDGE__LANGUAGE=en`` to score with the English prompts instead).
 
 Ragas returns no explanation with these metrics; ``details["explanation"]`` lists the judge's verdicts and
 reasons as Ragas parsed them. Answer relevancy uses the local sentence-transformers model
@@ -25,6 +27,7 @@ reasons as Ragas parsed them. Answer relevancy uses the local sentence-transform
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import hashlib
 import json
@@ -38,18 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from services.metrics.base import Sample, SampleScore, in_thread
-from services.metrics.judges.base import JudgeAdapter, classify, gateway_http_client
+from services.metrics.context import ScoringContext
+from services.metrics.judges import prompts
+from services.metrics.judges.base import JudgeAdapter, PrepareFailed, classify
 from services.offline import apply_offline_env
 
-_LANGUAGE_NAMES = {
-    "fr": "french",
-    "en": "english",
-    "de": "german",
-    "es": "spanish",
-    "it": "italian",
-    "pt": "portuguese",
-    "nl": "dutch",
-}
+# The parsed outputs of the judge calls made for one sample (its explanation and checks), per task.
+_OUTPUTS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("ragas_outputs", default=None)
 
 _SCALES = {
     "faithfulness": "0-1: share of the answer's statements the judge found supported by the contexts",
@@ -67,8 +65,6 @@ _NAN_REASONS = {
     "context_recall": "the judge classified no statement of the reference (Ragas returns NaN)",
 }
 
-_embeddings: dict[str, Any] = {}
-_embeddings_lock = threading.Lock()
 _files_lock = threading.Lock()
 _userid_lock = threading.Lock()
 _userid_ready = False
@@ -90,18 +86,28 @@ def _quiet_userid() -> None:
         _userid_ready = True
 
 
-def _load_embeddings(path: str) -> Any:
-    with _embeddings_lock:
-        emb = _embeddings.get(path)
-        if emb is None:
-            apply_offline_env()
-            from ragas.embeddings import HuggingFaceEmbeddings
+def import_library() -> None:
+    """Import what scoring with Ragas imports (the collections metrics, instructor, the openai SDK)."""
+    apply_offline_env()
+    import openai  # noqa: F401
+    from ragas.llms import llm_factory  # noqa: F401
+    from ragas.metrics import collections  # noqa: F401
 
-            if not os.path.isdir(path):
-                raise FileNotFoundError(f"embedding model directory not found: {path}")
-            emb = HuggingFaceEmbeddings(model=path, device="cpu", local_files_only=True)
-            _embeddings[path] = emb
-        return emb
+    _quiet_userid()
+
+
+def _load_embeddings(path: str) -> Any:
+    apply_offline_env()
+    from ragas.embeddings import HuggingFaceEmbeddings
+
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"embedding model directory not found: {path}")
+    return HuggingFaceEmbeddings(model=path, device="cpu", local_files_only=True)
+
+
+def _language_name(code: str) -> str:
+    """The name Ragas' prompt adaptation expects for a language code (prompts/languages.json)."""
+    return prompts.language_name(code)
 
 
 def _slug(text: str) -> str:
@@ -202,49 +208,45 @@ class Adapter(JudgeAdapter):
     library = "ragas"
     translates_prompts = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._prompts: dict[str, Any] = {}
-        self._embedding_model: Any = None
-
     # ------------------------------------------------------------------------------------------ identity
     @property
     def metric(self) -> str:
         return str(self.options["metric"]).partition(":")[0]
 
-    @property
-    def embeddings_path(self) -> str:
+    @staticmethod
+    def embeddings_path(ctx: ScoringContext) -> str:
         from services.retrieval.dense import default_model_path
 
-        return self.settings.embeddings.model or default_model_path()
+        return ctx.settings.embeddings.model or default_model_path()
 
-    def config(self) -> dict[str, Any]:
-        cfg = {**super().config(), "api": "collections"}
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        cfg = {**super().config(ctx), "api": "collections"}
         if self.metric == "answer_relevancy":
-            path = self.embeddings_path
-            cfg["embeddings"] = path if self.settings.embeddings.model else "all-MiniLM-L6-v2"
+            path = self.embeddings_path(ctx)
+            cfg["embeddings"] = path if ctx.settings.embeddings.model else "all-MiniLM-L6-v2"
             cfg["strictness"] = int(self.options.get("strictness", 3))
         if self.metric == "factual_correctness":
             cfg["mode"] = self.options.get("mode", "f1")
         return cfg
 
     # ----------------------------------------------------------------------------------------- the library
-    def _client(self, base_url: str) -> tuple[Any, Any]:
+    def _llm(self, ctx: ScoringContext) -> Any:
+        """Ragas' instructor LLM over the batch's keep-alive pool to the gateway (not closed here: the pool
+        belongs to the judge session). The gateway retries and turns failures into non-retryable 400s: the
+        SDK must not retry again."""
         from openai import AsyncOpenAI
+        from ragas.llms import llm_factory
 
-        # No keep-alive: pooled connections would outlive this scoring's event loop (LIBRARIES.md 1A).
-        http = gateway_http_client()
-        # The gateway retries and turns failures into non-retryable 400s: the SDK must not retry again.
         client = AsyncOpenAI(
-            base_url=base_url,
+            base_url=self.base_url(ctx),
             api_key="ragmeta-gateway",
-            http_client=http,
+            http_client=self.session(ctx).http,
             max_retries=0,
-            timeout=self.sample_timeout_s,
+            timeout=self.sample_timeout_s(ctx),
         )
-        return client, http
+        return llm_factory(self.model_name(ctx), client=client)
 
-    def _build(self, llm: Any) -> Any:
+    def _build(self, llm: Any, embeddings: Any = None) -> Any:
         from ragas.metrics import collections as rc
 
         metric = self.metric
@@ -252,7 +254,7 @@ class Adapter(JudgeAdapter):
             return rc.Faithfulness(llm=llm)
         if metric == "answer_relevancy":
             strictness = int(self.options.get("strictness", 3))
-            return rc.AnswerRelevancy(llm=llm, embeddings=self._embedding_model, strictness=strictness)
+            return rc.AnswerRelevancy(llm=llm, embeddings=embeddings, strictness=strictness)
         if metric == "factual_correctness":
             return rc.FactualCorrectness(llm=llm, mode=self.options.get("mode", "f1"))
         if metric == "context_precision":
@@ -280,25 +282,24 @@ class Adapter(JudgeAdapter):
         return {k: v for k, v in vars(metric).items() if isinstance(v, BasePrompt)}
 
     # ------------------------------------------------------------------------------------ prompt language
-    def _prompt_file(self, prompt: Any) -> Path:
+    def _prompt_file(self, prompt: Any, ctx: ScoringContext) -> Path:
         blob = json.dumps(_prompt_dump(prompt), sort_keys=True, ensure_ascii=False)
         digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
         name = f"{type(prompt).__module__}.{type(prompt).__qualname__}-{digest}.json"
-        root = self.settings.data_dir / "prompts" / "ragas" / self.prompt_language
-        return root / _slug(self.model_name) / name
+        root = ctx.settings.data_dir / "prompts" / "ragas" / self.prompt_language(ctx)
+        return root / _slug(self.model_name(ctx)) / name
 
-    async def _adapt_prompts(self) -> dict[str, Any]:
-        """The metric's prompts in the judge language: read from disk, else translated once by Ragas."""
-        from ragas.llms import llm_factory
-
-        language = _LANGUAGE_NAMES.get(self.prompt_language, self.prompt_language)
-        client, http = self._client(self.base_url(None))
-        try:
-            llm = llm_factory(self.model_name, client=client)
-            adapted: dict[str, Any] = {}
-            for attr, prompt in self._prompt_attrs(self._build(llm)).items():
-                path = self._prompt_file(prompt)
-                if path.is_file():
+    async def _adapt_prompts(self, llm: Any, ctx: ScoringContext) -> dict[str, Any]:
+        """The metric's prompts in the judge language: read from disk, else translated once by Ragas. A
+        refreshed job translates them again (once per batch, whichever metric asks first)."""
+        session = self.session(ctx)
+        language = _language_name(self.prompt_language(ctx))
+        adapted: dict[str, Any] = {}
+        for attr, prompt in self._prompt_attrs(self._build(llm)).items():
+            path = self._prompt_file(prompt, ctx)
+            async with session.lock(str(path)):
+                fresh = session.refresh and str(path) not in session.refreshed
+                if path.is_file() and not fresh:
                     data = json.loads(path.read_text(encoding="utf-8"))
                     adapted[attr] = _prompt_load(prompt, data)
                     continue
@@ -308,61 +309,66 @@ class Adapter(JudgeAdapter):
                     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
                     tmp.write_text(json.dumps(_prompt_dump(new), ensure_ascii=False, indent=1), "utf-8")
                     os.replace(tmp, path)
+                session.refreshed.add(str(path))
                 adapted[attr] = new
-            return adapted
-        finally:
-            await client.close()
-            await http.aclose()
+        return adapted
 
     # ------------------------------------------------------------------------------------------- scoring
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    async def prepare(self, samples: Sequence[Sample], ctx: ScoringContext) -> Any:
+        """One LLM and one metric object for every sample of the call (Ragas' collections metrics keep no
+        state between ``ascore`` calls); the judge's parsed outputs are recorded per sample task."""
         apply_offline_env()
         _quiet_userid()
+        embeddings = None
         if self.metric == "answer_relevancy":
+            path = self.embeddings_path(ctx)
             try:
-                self._embedding_model = await in_thread(lambda: _load_embeddings(self.embeddings_path))
+                embeddings = await in_thread(
+                    lambda: ctx.model(("ragas-embeddings", path), lambda: _load_embeddings(path))
+                )
             except Exception as exc:
-                err = f"embeddings: cannot load {self.embeddings_path}: {type(exc).__name__}: {exc}"[:2000]
-                return [SampleScore(error=err) for _ in samples]
-        if self.prompt_language != "en":
+                raise PrepareFailed(
+                    f"embeddings: cannot load {path}: {type(exc).__name__}: {exc}"[:2000]
+                ) from exc
+        llm = self._llm(ctx)
+        generate = llm.agenerate
+
+        async def recording(prompt: str, response_model: Any) -> Any:
+            result = await generate(prompt, response_model)
+            outputs = _OUTPUTS.get()
+            if outputs is not None:
+                outputs.append(result)
+            return result
+
+        # Ragas keeps the judge's intermediate verdicts to itself; recording them gives the explanation.
+        llm.agenerate = recording
+        adapted: dict[str, Any] = {}
+        if self.prompt_language(ctx) != "en":
             try:
-                self._prompts = await asyncio.wait_for(self._adapt_prompts(), self.sample_timeout_s * 4)
+                adapted = await asyncio.wait_for(
+                    self._adapt_prompts(llm, ctx), self.sample_timeout_s(ctx) * 4
+                )
             except Exception as exc:
                 cause, _, message = classify(exc).partition(": ")
-                err = f"{cause}: adapting the Ragas prompts to {self.prompt_language!r} failed: {message}"
-                return [SampleScore(error=err) for _ in samples]
-        return await super().compute(samples)
+                raise PrepareFailed(
+                    f"{cause}: adapting the Ragas prompts to {self.prompt_language(ctx)!r} failed: {message}"
+                ) from exc
+        metric = self._build(llm, embeddings)
+        for attr, prompt in adapted.items():
+            setattr(metric, attr, prompt)
+        return metric
 
-    async def score_one(self, sample: Sample) -> SampleScore:
-        from ragas.llms import llm_factory
-
+    async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
         inputs = self._inputs(sample)
         blank = [k for k, v in inputs.items() if isinstance(v, str) and not v.strip()]
         if blank:
             return SampleScore(reason=f"empty input for Ragas: {', '.join(blank)}")
-        client, http = self._client(self.base_url(sample))
-        try:
-            llm: Any = llm_factory(self.model_name, client=client)
-            outputs: list[Any] = []
-            generate = llm.agenerate
-
-            async def recording(prompt: str, response_model: Any) -> Any:
-                result = await generate(prompt, response_model)
-                outputs.append(result)
-                return result
-
-            # Ragas keeps the judge's intermediate verdicts to itself; recording them gives the explanation.
-            llm.agenerate = recording
-            metric = self._build(llm)
-            for attr, prompt in self._prompts.items():
-                setattr(metric, attr, prompt)
-            result = await metric.ascore(**inputs)
-        finally:
-            await client.close()
-            await http.aclose()
+        outputs: list[Any] = []
+        _OUTPUTS.set(outputs)
+        result = await shared.ascore(**inputs)
         details: dict[str, Any] = {
             "scale": _SCALES[self.metric].format(mode=self.options.get("mode", "f1")),
-            "prompts": self.prompt_language,
+            "prompts": self.prompt_language(ctx),
         }
         explanation = result.reason or _explain(outputs)
         if explanation:

@@ -10,17 +10,17 @@ formulas over those verdicts (``ragchecker.computation``), never recomputed here
 
 One pass, reused by every metric. Each sample's ``RAGResults`` is RAGChecker's own checkpoint JSON, kept
 under ``settings.data_dir / "ragchecker" / <judge key> / o<output>-k<k>-<content hash>.json``; the judge key
-covers model, endpoint, prompt language, prompt version and library versions, the content hash covers
-question, answer, reference and contexts (an updated output is a new file). Every metric calls
-``RAGChecker.evaluate(results, <metric>, save_path=checkpoint)`` on the reloaded checkpoint, and the library
-only computes the verdicts still missing (``RAGResults.from_json`` reload makes 0 calls). So when a scoring
-job runs ``ragchecker.precision`` then ``ragchecker.recall`` ... on the same outputs, each verdict is asked
-once: the first metric needing it pays for it and every later metric is free (all 11 metrics: 10 calls per
-sample above, exactly what one ``evaluate(all_metrics)`` makes). Asking for one metric alone pays only for
-that metric's verdicts (faithfulness alone: 4 calls instead of 10). A sample that failed half-way resumes
-from its checkpoint. Judge calls are accounted to the metric that made them (``details["judge_calls"]``, job
-``judge_usage``).
-
+covers model, endpoint, prompt language, prompt templates and library versions, the content hash covers
+question, answer, reference and contexts (an updated output is a new file). The RAGChecker metrics of a
+batch are scored together: the first of them to reach a sample (under a lock per checkpoint) calls
+``RAGChecker.evaluate(results, <every RAGChecker metric of the batch>, save_path=checkpoint)``, and the others
+find every verdict in the checkpoint (``RAGResults.from_json`` reload makes 0 calls). So each verdict is asked
+once (all 11 metrics: 10 calls per sample above, exactly what one ``evaluate(all_metrics)`` makes), and
+asking for one metric alone pays only for that metric's verdicts (faithfulness alone: 4 calls instead of
+10). A sample that failed half-way resumes from its checkpoint; a job with ``refresh_judge_cache`` starts
+each checkpoint afresh (once per batch) and overwrites it. The calls of that pass are accounted to the
+group ("ragchecker" in the job's ``judge_usage``; every RAGChecker score of the sample shows them in
+``details["judge_calls"]``).
 No infinite retry. refchecker's own client (``refchecker.utils.get_model_batch_response``) loops forever on
 any openai ``APIError`` (``while True`` + ``sleep 10``). It is never used: ``custom_llm_api_func`` is our
 batch function, which sends the prompts to the judge gateway (openai SDK, ``max_retries=0``: the gateway
@@ -28,8 +28,8 @@ retries) with bounded concurrency and raises on the first failure, which fails t
 
 One library call per sample, not per batch. ``RAGChecker.evaluate`` accepts many samples, but its prompts
 are per sample anyway, and a batch call fails as a whole on one bad judge call (the library has no per-item
-error) and waits for the slowest request of each batch (LIBRARIES.md section 9: 0.30 efficiency). So
-``compute`` evaluates each sample on its own, in parallel threads, which gives per-sample gateway scopes
+error) and waits for the slowest request of each batch (LIBRARIES.md section 9: 0.30 efficiency). So each
+sample is evaluated on its own, in the process's RAGChecker threads, which gives per-sample gateway scopes
 (tokens and latency per score), per-sample errors and no batch barrier; the values are the same.
 
 Values are RAGChecker's percentages (0-100): its per-sample fraction times 100, not rounded (the library
@@ -45,25 +45,22 @@ RAGChecker scores 0: it is stored undefined with that reason. An empty answer or
 
 Prompts. For French datasets (or ``judge.language`` fr) the triplet extraction prompt
 (``LLM_TRIPLET_EXTRACTION_PROMPT_Q``) and the joint checking prompt (``JOINT_CHECKING_PROMPT_Q``), the only
-two this configuration uses, run in French; the ``###`` section headers and the labels Entailment / Neutral
-/ Contradiction stay English because refchecker parses them. refchecker reads these prompts from module
-globals at call time, so the language is process-wide state: evaluations in one language share it and one in
-another language waits until they end (``_PromptSwitch``). Other languages keep the English prompts (and
-record "en"). The LLM path needs no spaCy model: triplet extraction builds no ``RCText`` and
-``max_reference_segment_length=0`` never calls ``refchecker.utils.split_text`` (verified with ``spacy.load``
-made to fail).
-"""
+two this configuration uses, run in French (``prompts/ragchecker/fr/*.txt``); the ``###`` section headers and
+the labels Entailment / Neutral / Contradiction stay English because refchecker parses them. refchecker reads
+these prompts from module globals at call time, so the language is process-wide state: evaluations in one
+language share it and one in another language waits until they end (``_PromptSwitch``). Other languages keep
+the English prompts (and record "en"). The LLM path needs no spaCy model: triplet extraction builds no
+``RCText`` and ``max_reference_segment_length=0`` never calls ``refchecker.utils.split_text`` (verified with
+``spacy.load`` made to fail)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hashlib
 import json
 import re
 import threading
-import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -71,13 +68,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.judge.gateway import SCOPE_HEADER
 from services.metrics.base import Sample, SampleScore, in_thread, package_version
+from services.metrics.context import ScoringContext
+from services.metrics.judges import prompts
 from services.metrics.judges.base import JudgeAdapter
 from services.offline import apply_offline_env
 
 JOINT_CHECK_NUM = 5
 EXTRACTOR_MAX_NEW_TOKENS = 1000
-# Bump when a prompt text below changes: it is part of the checkpoint key and of the score configuration.
+# Bump when the way prompts are built changes (their texts are digested separately): part of the checkpoint
+# key and of the score configuration.
 PROMPT_VERSION = 1
 SCALE = "0-100 (percent; RAGChecker's per-sample fraction x 100, unrounded)"
 # What refchecker's extractor and joint checker send (LIBRARIES.md section 4): requests look the same.
@@ -86,107 +87,26 @@ CHECK_TEMPERATURE = 0.0
 CHECK_MAX_TOKENS = JOINT_CHECK_NUM * 10 + 100
 _LABEL = re.compile(r"\b(Entailment|Neutral|Contradiction)\b", re.IGNORECASE)
 
-FR_TRIPLET_EXTRACTION_PROMPT_Q = """\
-Étant donné une question et une réponse candidate à cette question, extrayez de la réponse candidate un \
-graphe de connaissances (KG), en tenant compte de la question, et représentez ce KG par des triplets au \
-format ("sujet", "prédicat", "objet"), un triplet par ligne.
-Notez qu'il s'agit d'une tâche d'EXTRACTION : ne vous demandez PAS si le contenu de la réponse \
-candidate est exact ou non, extrayez-en simplement les triplets. Surtout, veillez à ce que le KG \
-extrait ne contienne pas d'informations qui se recoupent ou se répètent. Chaque information ne doit \
-figurer qu'une seule fois dans le KG, et évitez de créer des triplets qui sont simplement l'inverse \
-d'un autre triplet. Par exemple, si vous extrayez le triplet ("Jean", "possède", "voiture"), n'ajoutez \
-pas aussi ("voiture", "possédée par", "Jean"), qui dit la même chose à l'envers.
-
-Précisions sur la redondance : d'abord, ne créez pas de triplets qui inversent le sujet et l'objet pour \
-énoncer le même fait. Ensuite, veillez à ce que chaque fait soit représenté une seule fois, sous sa \
-forme la plus simple, et évitez de créer plusieurs triplets qui véhiculent la même information. Écrivez \
-les triplets dans la langue de la réponse candidate.
-
-Voici quelques exemples :
-
-### Question:
-D'après ces paragraphes sur le robot de Tesla, quel est son autre nom ?
-
-### Candidate Answer:
-Optimus (ou Tesla Bot) est un robot humanoïde en cours de développement chez Tesla, Inc. Il a été \
-annoncé lors de l'événement AI Day (Artificial Intelligence Day) de l'entreprise, le 19 août 2021.
-
-### KG:
-("Optimus", "est", "un robot humanoïde")
-("Optimus", "en cours de développement chez", "Tesla, Inc.")
-("Optimus", "aussi appelé", "Tesla Bot")
-("Tesla, Inc.", "a annoncé", "Optimus")
-("L'annonce d'Optimus", "a eu lieu lors de", "l'événement AI Day")
-("L'événement AI Day", "a eu lieu le", "19 août 2021")
-("L'événement AI Day", "organisé par", "Tesla, Inc.")
-
-### Question:
-Voici un texte sur André Weiss : combien d'années André a-t-il passées à l'université de Dijon à Paris ?
-
-### Candidate Answer:
-11 ans
-
-### KG:
-("André Weiss à l'université de Dijon à Paris", "durée", "11 ans")
-
-
-Générez maintenant le KG de la réponse candidate suivante, en tenant compte de la question fournie :
-
-### Question:
-{q}
-
-### Candidate Answer:
-{a}
-
-### KG:
-"""
-
-FR_JOINT_CHECKING_PROMPT_Q = """\
-Voici une liste d'affirmations faites par un modèle de langue en réponse à une question. Aidez-moi à \
-vérifier si chacune de ces affirmations peut être déduite de la référence fournie, qui porte sur la \
-question.
-La référence est une liste de passages, et chaque affirmation est représentée par un triplet au format \
-("sujet", "prédicat", "objet").
-
-Si l'affirmation est étayée par AU MOINS UN passage de la référence, répondez 'Entailment'.
-Si AUCUN passage de la référence n'implique l'affirmation, et que l'affirmation est contredite par un \
-passage de la référence, répondez 'Contradiction'.
-Si AUCUN passage n'implique ni ne contredit l'affirmation, ou si la référence NE CONTIENT PAS \
-d'information permettant de la vérifier, répondez 'Neutral'.
-
-N'utilisez PAS vos propres connaissances pour juger : comparez uniquement la référence et l'affirmation.
-
-### Question:
-[QUESTION]
-
-### Reference:
-[REFERENCE]
-
-### Claims:
-[CLAIMS]
-
-
-Votre réponse doit toujours être uniquement une liste d'étiquettes, une par affirmation et dans le même \
-ordre ; chaque étiquette est un seul mot parmi ['Entailment', 'Neutral', 'Contradiction'], écrit tel \
-quel en anglais. Par exemple, vous devez produire une liste comme celle-ci :
-
-Entailment
-Neutral
-Contradiction
-Neutral
-
-
-N'ajoutez AUCUNE explication ni raisonnement : donnez seulement la liste d'étiquettes.
-"""
-
-# (module, global) -> text, per language; English is whatever refchecker ships.
+# (module, global, template file) -> text, per language; English is whatever refchecker ships. The
+# translations are prompts/ragchecker/<language>/<template>.txt.
 _PROMPT_GLOBALS = (
-    ("refchecker.extractor.llm_extractor", "LLM_TRIPLET_EXTRACTION_PROMPT_Q"),
-    ("refchecker.checker.llm_checker", "JOINT_CHECKING_PROMPT_Q"),
+    ("refchecker.extractor.llm_extractor", "LLM_TRIPLET_EXTRACTION_PROMPT_Q", "triplet_extraction"),
+    ("refchecker.checker.llm_checker", "JOINT_CHECKING_PROMPT_Q", "joint_checking"),
 )
-TRANSLATIONS: dict[str, tuple[str, str]] = {
-    "fr": (FR_TRIPLET_EXTRACTION_PROMPT_Q, FR_JOINT_CHECKING_PROMPT_Q),
-}
+
+
+def translations(language: str) -> tuple[str, ...] | None:
+    """The translated prompts of ``language``, in ``_PROMPT_GLOBALS`` order; None when there are none."""
+    found = prompts.templates("ragchecker", language)
+    if not all(name in found for _, _, name in _PROMPT_GLOBALS):
+        return None
+    return tuple(found[name] for _, _, name in _PROMPT_GLOBALS)
+
+
+def prompt_digest(language: str) -> str | None:
+    """A digest of the translated prompts (part of the checkpoint key and of the score configuration)."""
+    texts = translations(language)
+    return _digest(list(texts)) if texts is not None else None
 
 
 class _PromptSwitch:
@@ -224,13 +144,13 @@ class _PromptSwitch:
     def _install(self, language: str) -> None:
         import importlib
 
-        modules = [importlib.import_module(m) for m, _ in _PROMPT_GLOBALS]
+        modules = [importlib.import_module(m) for m, _, _ in _PROMPT_GLOBALS]
         if self._english is None:
             self._english = tuple(
-                getattr(mod, name) for mod, (_, name) in zip(modules, _PROMPT_GLOBALS, strict=True)
+                getattr(mod, name) for mod, (_, name, _) in zip(modules, _PROMPT_GLOBALS, strict=True)
             )
-        texts = TRANSLATIONS.get(language, self._english)
-        for mod, (_, name), text in zip(modules, _PROMPT_GLOBALS, texts, strict=True):
+        texts = translations(language) or self._english
+        for mod, (_, name, _), text in zip(modules, _PROMPT_GLOBALS, texts, strict=True):
             setattr(mod, name, text)
 
 
@@ -284,16 +204,14 @@ class JudgeCallError(ValueError):
 
 @dataclass
 class _Run:
-    """What one ``compute`` shares between its samples: the judge client and the two bounded thread pools."""
+    """What one scoring call shares between its samples: the judge client (a keep-alive pool of its own, as
+    refchecker calls from threads), the process's thread pools, and the samples' cancel flags."""
 
-    token: str
     client: Any
     calls: ThreadPoolExecutor
     samples: ThreadPoolExecutor
+    own_pools: bool
     cancels: list[threading.Event] = field(default_factory=list)
-
-
-_RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("ragchecker_run", default=None)
 
 
 class _BatchCaller:
@@ -313,12 +231,14 @@ class _BatchCaller:
         max_tokens: int,
         temperature: float,
         labels: bool,
+        scope: str,
     ) -> None:
         self.client, self.model, self.pool, self.cancelled = client, model, pool, cancelled
         self.max_tokens, self.temperature, self.labels = max_tokens, temperature, labels
+        self.headers = {SCOPE_HEADER: scope}
 
-    def __call__(self, prompts: list[str]) -> list[str]:
-        futures: list[Future[str]] = [self.pool.submit(self._one, p) for p in prompts]
+    def __call__(self, batch: list[str]) -> list[str]:
+        futures: list[Future[str]] = [self.pool.submit(self._one, p) for p in batch]
         _, pending = wait(futures, return_when=FIRST_EXCEPTION)
         for f in pending:
             f.cancel()
@@ -340,6 +260,7 @@ class _BatchCaller:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 n=1,
+                extra_headers=self.headers,
             )
         except openai.APITimeoutError as exc:
             raise TimeoutError(f"no answer from the judge gateway: {exc}") from exc
@@ -385,83 +306,102 @@ class Adapter(JudgeAdapter):
     def metric(self) -> str:
         return str(self.options["metric"])
 
-    @property
-    def prompt_language(self) -> str:
-        lang = self.judge_language.split("-")[0].lower()
-        return lang if lang in TRANSLATIONS else "en"
+    def ledger_metric(self) -> str:
+        # One judge pass serves every RAGChecker metric of a sample: its calls are the group's.
+        return "ragchecker"
 
-    def config(self) -> dict[str, Any]:
+    def translates(self, ctx: ScoringContext) -> bool:
+        return translations(ctx.judge_language.split("-")[0].lower()) is not None
+
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
         return {
-            **super().config(),
+            **super().config(ctx),
             "ragchecker": {
                 "joint_check_num": JOINT_CHECK_NUM,
                 "extractor_max_new_tokens": EXTRACTOR_MAX_NEW_TOKENS,
                 "prompt_version": PROMPT_VERSION,
+                "prompt_templates": prompt_digest(self.prompt_language(ctx)),
                 "refchecker_version": package_version("refchecker"),
             },
         }
 
-    def scope(self, sample: Sample) -> str:
-        # A fresh scope per compute: the gateway numbers identical requests within a scope for as long as it
-        # runs, so reusing "o<id>" in a later job would turn the repeat of a cached request into a new one.
-        run = _RUN.get()
-        return f"o{sample.output_id}-{run.token}" if run else super().scope(sample)
-
-    @property
-    def sample_timeout_s(self) -> float:
+    def sample_timeout_s(self, ctx: ScoringContext) -> float:
         # A safety net only (the gateway bounds every call): every call of a sample one after the other,
         # 4 + 2 per context with up to 5 claims, each with all its retries and back-offs.
-        judge = self.settings.judge
+        judge = ctx.settings.judge
         retries = max(0, judge.retries)
         backoff = sum(min(20.0, 0.5 * 2.0**i) * 1.5 for i in range(retries))
-        per_call = judge.timeout_s * (retries + 1) + backoff
-        return per_call * (4 + 2 * max(1, self.k))
+        per_call = judge.timeout_s * (2 * retries + 1) + backoff
+        return per_call * (4 + 2 * max(1, ctx.k))
 
-    def checkpoint(self, sample: Sample) -> Path:
+    def checkpoint(self, sample: Sample, ctx: ScoringContext) -> Path:
         """Where this sample's RAGChecker checkpoint lives (see the module docstring)."""
+        language = self.prompt_language(ctx)
         judge = {
-            "model": self.model_name,
-            "endpoint": self.settings.judge.host,
-            "prompts": self.prompt_language,
+            "model": self.model_name(ctx),
+            "endpoint": ctx.settings.judge.host,
+            "prompts": language,
             "prompt_version": PROMPT_VERSION,
+            "prompt_templates": prompt_digest(language),
             "joint_check_num": JOINT_CHECK_NUM,
             "extractor_max_new_tokens": EXTRACTOR_MAX_NEW_TOKENS,
             "ragchecker": package_version("ragchecker"),
             "refchecker": package_version("refchecker"),
         }
         content = [sample.question, sample.answer, sample.reference_answer, list(sample.contexts)]
-        jkey = _digest(judge)
-        ckey = _digest(content)
-        return self.settings.data_dir / "ragchecker" / jkey / f"o{sample.output_id}-k{sample.k}-{ckey}.json"
+        name = f"o{sample.output_id}" if sample.output_id >= 0 else "inline"
+        root = ctx.settings.data_dir / "ragchecker" / _digest(judge)
+        return root / f"{name}-k{sample.k}-{_digest(content)}.json"
 
-    async def compute(self, samples: Sequence[Sample]) -> list[SampleScore]:
+    def companions(self, ctx: ScoringContext) -> list[str]:
+        """The RAGChecker metrics scored with this one in the batch: the first of them to reach a sample
+        computes the verdicts all of them need, in one pass."""
+        group = sorted(
+            {n.split(".", 1)[1] for n in ctx.batch_metrics if n.startswith("ragchecker.")} | {self.metric}
+        )
+        return group
+
+    def admission(self, sample: Sample, ctx: ScoringContext) -> contextlib.AbstractAsyncContextManager[Any]:
+        # One metric at a time per checkpoint: the first computes every companion's verdicts, the others
+        # then read them (without holding a slot while they wait).
+        return self.session(ctx).lock(str(self.checkpoint(sample, ctx)))
+
+    async def prepare(self, samples: Sequence[Sample], ctx: ScoringContext) -> _Run:
         import openai
 
         await in_thread(_library)
-        workers = max(1, self.settings.judge.max_concurrency)
-        run = _Run(
-            token=uuid.uuid4().hex[:8],
+        workers = 2 * max(1, ctx.settings.judge.max_concurrency)
+        own = ctx.resources is None
+        if own:
+            calls = ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-call")
+            sample_pool = ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-sample")
+        else:
+            assert ctx.resources is not None
+            calls = ctx.resources.threads("ragchecker-call", workers)
+            sample_pool = ctx.resources.threads("ragchecker-sample", workers)
+        return _Run(
             client=openai.OpenAI(
-                base_url=self.base_url(),
+                base_url=self.base_url(ctx),
                 api_key="ragmeta-gateway",  # the gateway holds the real key
                 max_retries=0,
-                timeout=self.sample_timeout_s,
+                timeout=self.sample_timeout_s(ctx),
             ),
-            calls=ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-call"),
-            samples=ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-sample"),
+            calls=calls,
+            samples=sample_pool,
+            own_pools=own,
         )
-        reset = _RUN.set(run)
-        try:
-            return await super().compute(samples)
-        finally:
-            _RUN.reset(reset)
-            for cancel in run.cancels:  # a sample abandoned on timeout stops before its next call
-                cancel.set()
+
+    async def release(self, shared: Any) -> None:
+        run: _Run = shared
+        for cancel in run.cancels:  # a sample abandoned on timeout stops before its next call
+            cancel.set()
+        if run.own_pools:
             run.samples.shutdown(wait=False, cancel_futures=True)
             run.calls.shutdown(wait=False, cancel_futures=True)
-            run.client.close()
+        run.client.close()
 
-    async def score_one(self, sample: Sample) -> SampleScore:
+    async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
+        run: _Run = shared
         blank = [
             n
             for n, t in (("answer", sample.answer), ("reference answer", sample.reference_answer))
@@ -469,20 +409,22 @@ class Adapter(JudgeAdapter):
         ]
         if blank:
             return SampleScore(reason=f"empty {' and '.join(blank)} (RAGChecker extracts no claim from it)")
-        run = _RUN.get()
-        assert run is not None, "score_one runs inside compute"
+        session = self.session(ctx)
+        path = self.checkpoint(sample, ctx)
         cancelled = threading.Event()
         run.cancels.append(cancelled)
-        # Resolved here, not in the worker thread: the scope reads a context variable, which executors drop.
-        base_url = self.base_url(sample)
         loop = asyncio.get_running_loop()
+        # A refreshed job asks the judge again, once per checkpoint (then reads what it wrote).
+        fresh = session.refresh and str(path) not in session.refreshed
         try:
             result, status = await loop.run_in_executor(
-                run.samples, self._evaluate, run, sample, base_url, cancelled
+                run.samples, self._evaluate, run, sample, ctx, path, fresh, self.scope(sample), cancelled
             )
         except BaseException:
             cancelled.set()
             raise
+        if fresh:
+            session.refreshed.add(str(path))
         details = _details(result, status)
         # Checkpoints written before the extraction check may hold zero claims: never scored.
         for side, claims in (("answer", result.response_claims), ("reference", result.gt_answer_claims)):
@@ -495,43 +437,57 @@ class Adapter(JudgeAdapter):
         return SampleScore(value=value, details=details)
 
     def _evaluate(
-        self, run: _Run, sample: Sample, base_url: str, cancelled: threading.Event
+        self,
+        run: _Run,
+        sample: Sample,
+        ctx: ScoringContext,
+        path: Path,
+        fresh: bool,
+        scope: str,
+        cancelled: threading.Event,
     ) -> tuple[Any, str]:
-        """RAGChecker on one sample, resumed from its checkpoint: its RAGResult and the checkpoint status."""
+        """RAGChecker on one sample, resumed from its checkpoint (unless ``fresh``): its RAGResult and the
+        checkpoint status. Computes the verdicts of every companion metric, so they find them there."""
         from ragchecker import RAGChecker, RAGResults
         from ragchecker.metrics import METRIC_REQUIREMENTS
 
-        path = self.checkpoint(sample)
-        needed = METRIC_REQUIREMENTS[self.metric]
+        metrics = self.companions(ctx)
+        needed = {r for m in metrics for r in METRIC_REQUIREMENTS[m]}
+        mine = METRIC_REQUIREMENTS[self.metric]
+        model = self.model_name(ctx)
         held = _path_lock(path)
         with held.lock:
-            results = _load(path)
+            results = None if fresh else _load(path)
             if results is None:
                 results = RAGResults.from_dict({"results": [_rag_result(sample)]})
-            have = [r for r in needed if getattr(results.results[0], r) is not None]
-            status = "hit" if len(have) == len(needed) else "resumed" if have else "miss"
-            client = run.client.with_options(base_url=base_url)
+            have = [r for r in mine if getattr(results.results[0], r) is not None]
+            status = "hit" if len(have) == len(mine) else "resumed" if have else "miss"
+            if fresh:
+                status = "refreshed"
+            complete = all(getattr(results.results[0], r) is not None for r in needed)
             extract = _BatchCaller(
-                client,
-                self.model_name,
+                run.client,
+                model,
                 run.calls,
                 cancelled,
                 EXTRACTOR_MAX_NEW_TOKENS,
                 EXTRACT_TEMPERATURE,
                 labels=False,
+                scope=scope,
             )
             check = _BatchCaller(
-                client,
-                self.model_name,
+                run.client,
+                model,
                 run.calls,
                 cancelled,
                 CHECK_MAX_TOKENS,
                 CHECK_TEMPERATURE,
                 labels=True,
+                scope=scope,
             )
             evaluator = RAGChecker(
-                extractor_name=f"openai/{self.model_name}",
-                checker_name=f"openai/{self.model_name}",
+                extractor_name=f"openai/{model}",
+                checker_name=f"openai/{model}",
                 extractor_max_new_tokens=EXTRACTOR_MAX_NEW_TOKENS,
                 joint_check=True,
                 joint_check_num=JOINT_CHECK_NUM,
@@ -543,12 +499,12 @@ class Adapter(JudgeAdapter):
             evaluator.extractor.extract = lambda *a, **kw: library_extract(
                 *a, **{**kw, "custom_llm_api_func": extract}
             )
-            if status == "hit":
-                evaluator.evaluate(results, self.metric)  # every verdict is there: 0 calls, nothing to save
+            if complete:
+                evaluator.evaluate(results, metrics)  # every verdict is there: 0 calls, nothing to save
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with PROMPTS.use(self.prompt_language):
-                    evaluator.evaluate(results, self.metric, save_path=str(path))
+                with PROMPTS.use(self.prompt_language(ctx)):
+                    evaluator.evaluate(results, metrics, save_path=str(path))
         return results.results[0], status
 
 

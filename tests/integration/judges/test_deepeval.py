@@ -18,12 +18,13 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from app.settings import Settings
 from services.metrics.base import Sample
+from services.metrics.context import ScoringContext
 from services.metrics.registry import BY_NAME
 from services.models import MetricScore
 from tests.api.helpers import load_mini
 from tests.api.test_outputs import make_run
 from tests.fakellm import FakeLLM, garbage
-from tests.integration.judges.helpers import rows
+from tests.integration.judges.helpers import rows, score_samples
 from tests.integration.judges.helpers import score as shared_score
 from tests.judgefake import all_text, judge_script, start_judge
 
@@ -209,7 +210,7 @@ def test_failing_judge_calls_are_per_item_errors(client: TestClient, fake: FakeL
     assert table["q4"]["deepeval.answer_relevancy.error"].startswith("malformed_judge_output: ")
 
 
-async def test_english_prompts_and_plain_text_when_the_server_rejects_json_schema(
+def test_english_prompts_and_plain_text_when_the_server_rejects_json_schema(
     settings: Settings, fake: FakeLLM
 ) -> None:
     from services.metrics.judges.deepeval import Adapter
@@ -223,9 +224,10 @@ async def test_english_prompts_and_plain_text_when_the_server_rejects_json_schem
 
     fake.script = script
     settings.judge.language = "en"
-    adapter = Adapter(BY_NAME["deepeval.answer_relevancy"], k=3, settings=settings, language="fr")
-    assert adapter.config()["judge"]["prompts"] == "en" and not adapter.translates_prompts
-    assert "prompt_templates" not in adapter.config()
+    adapter = Adapter(BY_NAME["deepeval.answer_relevancy"])
+    ctx = ScoringContext(settings, language="fr", k=3)
+    assert adapter.config(ctx)["judge"]["prompts"] == "en" and not adapter.translates(ctx)
+    assert "prompt_templates" not in adapter.config(ctx)
     sample = Sample(
         output_id=1,
         question="How much is the Essential plan?",
@@ -239,7 +241,7 @@ async def test_english_prompts_and_plain_text_when_the_server_rejects_json_schem
         documents={},
         k=3,
     )
-    (res,) = await adapter.score([sample])
+    (res,) = score_samples(settings, "deepeval.answer_relevancy", [sample], language="fr")
     assert res.error is None and res.value == pytest.approx(1.0), res
     assert res.details["structured_output"] == "text" and res.details["prompts"] == "en"
     # one rejected json_schema request, then the three calls as plain text
@@ -247,12 +249,13 @@ async def test_english_prompts_and_plain_text_when_the_server_rejects_json_schem
     assert all("Please make sure" in all_text(b) for b in fake.requests)
 
 
-async def test_empty_answer_is_undefined_not_an_error(settings: Settings, fake: FakeLLM) -> None:
+def test_empty_answer_is_undefined_not_an_error(settings: Settings, fake: FakeLLM) -> None:
     from services.metrics.judges.deepeval import Adapter
 
-    adapter = Adapter(BY_NAME["deepeval.faithfulness"], k=3, settings=settings, language="fr")
-    assert adapter.translates_prompts and adapter.config()["prompt_templates"]
+    adapter = Adapter(BY_NAME["deepeval.faithfulness"])
+    ctx = ScoringContext(settings, language="fr", k=3)
+    assert adapter.translates(ctx) and adapter.config(ctx)["prompt_templates"]
     sample = Sample(1, "Combien ?", "  ", tuple(CONTEXTS), None, True, "fr", (), (), {}, 3)
-    (res,) = await adapter.score([sample])
+    (res,) = score_samples(settings, "deepeval.faithfulness", [sample], language="fr")
     assert res.value is None and res.error is None and res.reason and "empty answer" in res.reason
     assert fake.requests == []

@@ -287,12 +287,9 @@ def report():
 
 atexit.register(report)
 
-import asyncio
 from services.config import JudgeSettings, Settings
 from services.db import upgrade
 from services.metrics.base import Sample
-from services.metrics.registry import BY_NAME
-from services.metrics.judges.opik import Adapter
 from tests.judgefake import start_judge
 
 url = "sqlite:///" + sys.argv[1]
@@ -302,7 +299,13 @@ settings = Settings(database_url=url, judge=JudgeSettings(base_url=fake.base_url
 sample = Sample(output_id=1, question="Combien ?", answer="9,99 €.", contexts=("9,99 € par mois.",),
                 reference_answer=None, answerable=True, language="fr", passages=(), retrieved=(),
                 documents={}, k=5)
-res = asyncio.run(Adapter(BY_NAME["opik.hallucination"], settings=settings, language="fr").score([sample]))
+from services.metrics.batch import MetricWork, score_batch
+from services.metrics.registry import resolve
+from services.metrics.resources import ScoringResources
+resources = ScoringResources(settings)
+work = [MetricWork(resolve("opik.hallucination"), [sample])]
+res = resources.run(score_batch(settings, resources, work, language="fr", job="adhoc")).scores[0]
+resources.close()
 scored = {"value": res[0].value, "error": res[0].error, "calls": len(fake.requests)}
 print("SCORED " + json.dumps(scored), flush=True)
 """

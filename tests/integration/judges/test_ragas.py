@@ -348,9 +348,12 @@ def test_config_records_what_changes_the_values(settings: Settings) -> None:
     from services.metrics import registry
 
     settings.judge = JudgeSettings(base_url="http://127.0.0.1:9/v1", model="m")
-    ar = registry.load_adapter(registry.resolve("ragas.answer_relevancy"), settings, "fr")
-    fc = registry.load_adapter(registry.resolve("ragas.factual_correctness:recall"), settings, "fr")
-    assert ar.config()["embeddings"] == "all-MiniLM-L6-v2" and ar.config()["strictness"] == 3
-    assert fc.config()["mode"] == "recall" and fc.config()["judge"]["prompts"] == "fr"
+    from services.metrics.context import ScoringContext
+
+    ar = registry.load_adapter(registry.resolve("ragas.answer_relevancy"))
+    fc = registry.load_adapter(registry.resolve("ragas.factual_correctness:recall"))
+    ctx = ScoringContext(settings, language="fr")
+    assert ar.config(ctx)["embeddings"] == "all-MiniLM-L6-v2" and ar.config(ctx)["strictness"] == 3
+    assert fc.config(ctx)["mode"] == "recall" and fc.config(ctx)["judge"]["prompts"] == "fr"
     settings.judge.language = "en"
-    assert fc.config()["judge"]["prompts"] == "en"
+    assert fc.config(ctx)["judge"]["prompts"] == "en"

@@ -1,0 +1,53 @@
+"""The embedded default: worker processes started and stopped by the app, scoring through the app's judge
+gateway (one bound, one cache for all of them)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psutil
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from app.main import create_app
+from services.config import JudgeSettings, Settings
+from tests.api.helpers import load_mini
+from tests.api.test_outputs import make_run
+from tests.integration.test_inline_score import ANSWERS, CONTEXTS
+from tests.judgefake import start_judge
+
+
+def test_worker_processes_score_through_the_apps_gateway_and_stop_with_it(
+    settings: Settings, engine: Engine
+) -> None:
+    fake = start_judge()
+    try:
+        s = settings.model_copy(deep=True)
+        s.judge = JudgeSettings(base_url=fake.base_url, model="judge-model", timeout_s=5.0, max_concurrency=2)
+        s.judge.language = "en"
+        s.jobs.embedded_worker, s.jobs.worker_processes, s.jobs.poll_interval_s = True, 1, 0.05
+        with TestClient(create_app(s)) as client:
+            app: Any = client.app
+            pids = app.state.worker_processes.pids
+            assert len(pids) == 1 and app.state.worker is None
+            run = make_run(client, load_mini(client))
+            outputs = [
+                {"question_id": q, "answer": a, "retrieved": [{"text": t} for t in CONTEXTS[q]]}
+                for q, a in ANSWERS.items()
+            ]
+            assert client.post(f"/runs/{run}/outputs", json=outputs).status_code == 200
+            job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["opik.hallucination"]}).json()
+            deadline = time.monotonic() + 300
+            while (state := client.get(f"/jobs/{job['id']}").json())["status"] not in ("done", "failed"):
+                assert time.monotonic() < deadline, state
+                time.sleep(0.2)
+            assert (state["status"], state["done"], state["failed"]) == ("done", 3, 0), state
+            assert len(fake.requests) == 3
+            # the calls went through this process's gateway: its ledger figures reached the job
+            assert state["summary"]["judge_usage"]["opik.hallucination"]["upstream_calls"] == 3
+            gateway = app.state.scoring.gateway
+            assert gateway is not None and gateway.ledgers == {}  # released when the batch ended
+        assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+    finally:
+        fake.stop()
