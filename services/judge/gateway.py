@@ -162,7 +162,8 @@ class JudgeGateway:
         self.cache = cache and session_factory is not None
         self.ledgers: dict[str, Ledger] = {}
         # Identical requests arriving together wait for the first one's answer instead of being sent twice.
-        self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # A request being answered (from upstream, or read from the table), with whether its answer is fresh.
+        self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         # Answers not yet written to the cache table (served from here meanwhile).
         self._pending: dict[str, CachedCall] = {}
         self._flusher: asyncio.Task[None] | None = None
@@ -337,31 +338,46 @@ class JudgeGateway:
             ledger.occurrences[(metric, scope, base_key)] += 1
         key = base_key if occurrence == 0 else request_key(model, body, occurrence)
         # A refreshed batch reads no answer stored before it: only those it asked for itself (a request two
-        # of its metrics make is still sent once); a request in flight is being answered now, so it is fresh.
+        # of its metrics make is still sent once); a request being sent upstream now is fresh for everyone.
         readable = self.cache and (not ledger.refresh or key in ledger.fresh)
-        cached = await self._cached(key) if readable else None
-        if cached is not None:
-            for usage in usages:
-                usage.cache_hits += 1
-            return JSONResponse(cached)
-        pending = self._inflight.get(key) if self.cache else None
-        if pending is not None:
+        # Everything from here to claiming the key runs without an await (one loop): an identical request
+        # finds either the answer or the claim, never neither (two requests read the table at once, both
+        # miss, both go upstream).
+        while True:
+            waiting = self._pending.get(key) if readable else None
+            if waiting is not None:
+                self._hit(ledger, key, usages)
+                return JSONResponse(waiting.response)
+            claim = self._inflight.get(key) if self.cache else None
+            if claim is None:
+                break
             try:
-                response = await asyncio.shield(pending)
+                response, fresh = await asyncio.shield(claim)
             except JudgeFailure:
-                pass
-            else:
-                if ledger.refresh:
-                    ledger.fresh.add(key)
-                for usage in usages:
-                    usage.cache_hits += 1
+                break
+            if fresh or readable:
+                self._hit(ledger, key, usages)
                 return JSONResponse(response)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            # an answer read from the table while this batch refreshes: ask again (claim the key anew)
+        future: asyncio.Future[tuple[dict[str, Any], bool]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
+            stored = await asyncio.to_thread(self._read, key) if readable else None
+            if stored is not None:
+                future.set_result((stored, False))
+                self._inflight.pop(key, None)
+                self._hit(ledger, key, usages)
+                return JSONResponse(stored)
             response, latency, retries = await self._forward(model, body)
-            future.set_result(response)
-        except JudgeFailure as exc:
+            future.set_result((response, True))
+        except BaseException as exc:
+            if not isinstance(exc, JudgeFailure):
+                # Cancelled or broken: the claim must not stay (identical requests would wait on it forever).
+                if not future.done():
+                    future.set_exception(JudgeFailure("exception", f"{type(exc).__name__}: {exc}"))
+                    future.exception()
+                self._inflight.pop(key, None)
+                raise
             future.set_exception(exc)
             future.exception()  # retrieved: waiters handle it, nobody else needs to
             self._inflight.pop(key, None)
@@ -394,17 +410,24 @@ class JudgeGateway:
         self._inflight.pop(key, None)
         return JSONResponse(response)
 
+    @staticmethod
+    def _hit(ledger: Ledger, key: str, usages: tuple[Usage, ...]) -> None:
+        if ledger.refresh:
+            ledger.fresh.add(key)
+        for usage in usages:
+            usage.cache_hits += 1
+
     # ------------------------------------------------------------------------------------------------ cache
-    async def _cached(self, key: str) -> dict[str, Any] | None:
-        waiting = self._pending.get(key)
-        if waiting is not None:
-            return waiting.response
-        return await asyncio.to_thread(self._read, key)
 
     def _read(self, key: str) -> dict[str, Any] | None:
+        """The stored answer, or None (also when the store cannot be read: the judge is asked instead)."""
         assert self.session_factory is not None
-        with self.session_factory() as s:
-            return JudgeCallRepository(s).responses([key]).get(key)
+        try:
+            with self.session_factory() as s:
+                return JudgeCallRepository(s).responses([key]).get(key)
+        except Exception:
+            log.warning("judge cache: reading an answer failed; asking the judge", exc_info=True)
+            return None
 
     async def _flush_forever(self) -> None:
         while True:
