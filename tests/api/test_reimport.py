@@ -116,8 +116,8 @@ def test_a_score_for_an_answer_replaced_while_scoring_is_not_stored(
         adapter = load(*args, **kwargs)
         score = adapter.score
 
-        async def score_then_reimport(samples: Any) -> Any:
-            results = await score(samples)
+        async def score_then_reimport(samples: Any, ctx: Any) -> Any:
+            results = await score(samples, ctx)
             # The answer of q1 changes after its score was computed and before it is stored.
             assert client.post(f"/runs/{run}/outputs", json=rows).json()["updated"] == 1
             return results
