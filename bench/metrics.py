@@ -108,10 +108,15 @@ def main() -> None:
         f"{len(pairs)} French sentence pairs (~{sum(len(h.split()) for h, _ in pairs) // len(pairs)} words)"
     )
     print(f"{'metric':<22}{'direct loop':>14}{'service':>12}{'ratio':>8}{'pairs/s (service)':>20}")
+    from services.metrics.context import ScoringContext
+    from services.metrics.resources import ScoringResources
+
+    # Loaded models kept between calls, as a worker keeps them.
+    ctx = ScoringContext(settings, language="fr", resources=ScoringResources(settings))
     for name, fn in direct.items():
-        adapter = load_adapter(resolve(name), settings, "fr")
+        adapter = load_adapter(resolve(name))
         t_direct = min(timed(fn) for _ in range(2))
-        t_service = min(timed(lambda a=adapter: asyncio.run(a.score(smp))) for _ in range(2))  # type: ignore[misc]
+        t_service = min(timed(lambda a=adapter: asyncio.run(a.score(smp, ctx))) for _ in range(2))  # type: ignore[misc]
         print(
             f"{name:<22}{t_direct:>13.2f}s{t_service:>11.2f}s{t_service / t_direct:>8.2f}"
             f"{len(pairs) / t_service:>20.0f}"
@@ -120,13 +125,16 @@ def main() -> None:
     import bert_score
 
     bp = pairs[: args.bertscore_pairs]
-    adapter = load_adapter(resolve("classic.bertscore_f1"), settings, "fr")
-    model, layer, label = adapter.model, adapter.layer, adapter.model_label  # type: ignore[attr-defined]
+    from services.metrics.classic import BertScoreAdapter
+
+    adapter = load_adapter(resolve("classic.bertscore_f1"))
+    model, label = BertScoreAdapter.model(ctx), BertScoreAdapter.model_label(ctx)
+    layer = settings.embeddings.bertscore_layer
     scorer = bert_score.BERTScorer(model_type=model, num_layers=layer, batch_size=64)
     scorer.score(["warm"], ["up"])
-    asyncio.run(adapter.score(samples(bp[:2])))
+    asyncio.run(adapter.score(samples(bp[:2]), ctx))
     t_direct = timed(lambda: scorer.score([h for h, _ in bp], [r for _, r in bp]))
-    t_service = timed(lambda: asyncio.run(adapter.score(samples(bp))))
+    t_service = timed(lambda: asyncio.run(adapter.score(samples(bp), ctx)))
     print(
         f"{'classic.bertscore_f1':<22}{t_direct:>13.2f}s{t_service:>11.2f}s{t_service / t_direct:>8.2f}"
         f"{len(bp) / t_service:>20.0f}   ({len(bp)} pairs, model {label}, layer {layer})"
