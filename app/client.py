@@ -9,6 +9,7 @@ what happened (see EXIT_CODES).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -204,6 +205,51 @@ def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
         _report_import("questions", _upload(c, f"/datasets/{ds['id']}/questions", args.questions))
 
 
+def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
+    paths = {
+        "file": _readable(args.file),
+        "corpus": _readable(args.corpus),
+        "passages": _readable(args.passages),
+    }
+    data = {
+        "dataset": args.dataset,
+        "language": args.language,
+        "run": args.run,
+        "format": args.format,
+        "columns": args.columns,
+        "fuzzy_threshold": args.fuzzy_threshold,
+    }
+    with contextlib.ExitStack() as stack:
+        files = {
+            field: (path.name, stack.enter_context(path.open("rb")), "application/octet-stream")
+            for field, path in paths.items()
+            if path is not None
+        }
+        r = _check(
+            c.post("/studies/import", files=files, data={k: str(v) for k, v in data.items() if v is not None})
+        )
+    ds, run, q = r["dataset"], r["run"], r["questions"]
+    print(f"dataset {ds['name']!r}: id {ds['id']} ({'created' if ds['created'] else 'added to'})")
+    if run is not None:
+        print(f"run {run['name']!r}: id {run['id']}, {r['outputs']} outputs")
+    print(
+        f"{r['format']} file, {r['file']['rows']} rows; questions: {q['created']} created, {q['updated']} "
+        f"updated, {q['unchanged']} unchanged, {q['with_gold_passages']} with gold passages"
+    )
+    for what in ("passages", "chunks"):
+        located = r[what]
+        if located["total"]:
+            found = ", ".join(
+                f"{located[k]} {k}" for k in ("given", "exact", "normalized", "fuzzy", "unlocated")
+            )
+            low = located["lowest_fuzzy_score"]
+            print(f"{what}: {found}" + (f" (lowest fuzzy score {low:.1f})" if low is not None else ""))
+    if r["scores"]["metrics"]:
+        print(f"scores: {r['scores']['created']} for {', '.join(r['scores']['metrics'])}")
+    for note in r["notes"]:
+        print(f"note: {note}")
+
+
 def cmd_index(c: httpx.Client, args: argparse.Namespace) -> None:
     body = {"force": True} if args.force else None
     _start(c, args, _check(c.post(f"/datasets/{args.dataset}/index", json=body)), "index")
@@ -356,6 +402,32 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         "--documents", type=Path, help="JSON or JSONL file of {external_id, title, text, metadata}"
     )
     p.add_argument("--questions", type=Path, help="JSON or JSONL file of questions with reference passages")
+    p = add(
+        "import-study",
+        cmd_import_study,
+        "import a Ragas, RAGChecker, DeepEval or plain file in one step: dataset, questions, gold passages, "
+        "a run and its outputs (passages and chunks given as text are located in the corpus)",
+    )
+    p.add_argument("dataset", help="dataset name (created, or added to when it exists)")
+    p.add_argument("file", type=Path, help="the study file (JSON, JSONL or CSV)")
+    p.add_argument("--corpus", type=Path, help="documents JSON/JSONL, or a .zip/.tar.gz of text files")
+    p.add_argument("--passages", type=Path, help="gold passages beside the file: {question_id, text} rows")
+    p.add_argument("--run", help="name of the new run (default: the file name)")
+    p.add_argument("--language", default="en", help="language of a new dataset (default en)")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "ragas", "ragchecker", "deepeval", "mapped"],
+        help="default: detected",
+    )
+    p.add_argument(
+        "--columns", help='plain files: JSON object field -> column, e.g. \'{"question": "Frage"}\''
+    )
+    p.add_argument(
+        "--fuzzy-threshold",
+        type=float,
+        help="minimum fuzzy match score of a located text, 0-100 (default 90)",
+    )
     p = add("index", cmd_index, "build a dataset's retrieval index (chunks, BM25, dense) as a job")
     p.add_argument("dataset", type=int, help="dataset id")
     p.add_argument("--force", action="store_true", help="rebuild even when the index is up to date")

@@ -208,3 +208,27 @@ def test_a_gold_passage_that_cannot_be_found_names_its_question_and_best_score(
         and "below the threshold 90" in item["reason"]
     )
     assert client.get("/datasets").json() == []  # atomic: nothing was written
+
+
+def test_the_import_study_command(
+    client: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app import client as cli
+    from app.cli import build_parser
+
+    study = studydata.write_ragas_csv(tmp_path / "ragas_eval.csv")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(studydata.corpus_jsonl())
+    argv = ["import-study", "shop", str(study), "--corpus", str(corpus), "--fuzzy-threshold", "95"]
+    assert cli._dispatch(client, build_parser().parse_args(argv)) == 0  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    [dataset] = client.get("/datasets").json()
+    [run] = client.get(f"/datasets/{dataset['id']}/runs").json()
+    assert f"dataset 'shop': id {dataset['id']} (created)" in out
+    assert f"run 'ragas_eval': id {run['id']}, 10 outputs" in out
+    assert "ragas file, 10 rows; questions: 10 created, 0 updated, 0 unchanged, 10 with gold passages" in out
+    assert "passages: 0 given, 10 exact, 0 normalized, 0 fuzzy, 0 unlocated" in out
+    assert "chunks: 0 given, 23 exact, 5 normalized, 0 fuzzy, 0 unlocated" in out
+    # the same file again under the same run name: the service's refusal, naming the run that holds it
+    with pytest.raises(cli.ClientError, match=rf"409 Conflict: .*'ragas_eval' \(id {run['id']}\)"):
+        cli._dispatch(client, build_parser().parse_args(argv))  # type: ignore[arg-type]
