@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Bumped whenever the analysis of a given text changes, so persisted indexes get rebuilt.
-ANALYZER_VERSION = 1
+ANALYZER_VERSION = 2
 
 _LANGUAGE_NAMES = {"french": "fr", "francais": "fr", "english": "en", "anglais": "en"}
 _STEMMERS = {"fr": "french", "en": "english"}
@@ -125,7 +125,8 @@ class Analyzer:
         token = word.lower().replace("’", "'")
         if self.language == "fr" and "'" in token:
             head, tail = token.split("'", 1)
-            if head in _FR_ELISIONS and tail:
+            # Compared folded, like every term: "ç'a" elides as "c'a" does.
+            if fold_accents(head) in _FR_ELISIONS and tail:
                 token = tail
         terms: list[str] = []
         for part in _split_hyphens(token):
