@@ -21,8 +21,10 @@ $(STAMP): requirements.lock pyproject.toml
 migrate: setup
 	$(BIN)/python -m app.cli migrate
 
+# The demo runs open (no sign-in) on loopback and says so; `ragmeta run` refuses to be open on any other
+# address. RAGMETA_AUTH__ENABLED=true make run turns authentication on.
 run: setup
-	$(BIN)/python -m app.cli run --host $(HOST) --port $(PORT)
+	RAGMETA_AUTH__ENABLED=$${RAGMETA_AUTH__ENABLED:-false} $(BIN)/python -m app.cli run --host $(HOST) --port $(PORT)
 
 serve: setup
 	$(BIN)/python -m app.cli serve --host $(HOST) --port $(PORT)

@@ -1,5 +1,8 @@
 """The `ragmeta` command: the server commands (migrate, serve, run, worker) and the client commands of
-app.client, under one parser so that `ragmeta --help` lists them all."""
+app.client, under one parser so that `ragmeta --help` lists them all.
+
+`ragmeta keys create --local --role admin --name admin` writes the first admin key into the configured
+database directly; every other client command sends $RAGMETA_API_KEY (or --key) as `Authorization: Bearer`."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import argparse
 import contextlib
 import sys
 
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 
 
 def _migrate() -> None:
@@ -35,12 +38,58 @@ def _demo(host: str, port: int) -> None:
     print(summary(factory, settings, info["runs"], f"http://{host}:{port}"), flush=True)
 
 
+def start_banner(settings: Settings, host: str, port: int) -> str:
+    lines = [f"ragmeta serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)"]
+    if not settings.auth.enabled:
+        lines.append(
+            "authentication is OFF (RAGMETA_AUTH__ENABLED=false): this is the open demo, on loopback only; "
+            "anyone who can reach this address can read and change everything. For a real deployment set "
+            "RAGMETA_AUTH__ENABLED=true and create an admin key: ragmeta keys create --local --role admin "
+            "--name admin"
+        )
+    return "\n".join(lines)
+
+
+def _refuse_open(host: str) -> None:
+    from app.auth import open_mode_refusal
+
+    refusal = open_mode_refusal(get_settings(), host)
+    if refusal:
+        print(f"ragmeta: {refusal}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
+def _local_key(args: argparse.Namespace) -> int:
+    """`ragmeta keys create --local ...`: issue a key straight into the configured database."""
+    from app.client import print_issued
+    from services.accounts import service as accounts
+    from services.accounts.schemas import KeyCreate
+    from services.db import ensure_migrated, make_engine, make_session_factory, session_scope
+    from services.errors import ServiceError
+
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+    try:
+        with session_scope(make_session_factory(engine)) as s:
+            data = KeyCreate(name=args.name, role=args.role, label=args.label)
+            issued = accounts.issue_key(s, accounts.KeyHasher(settings.auth), data)
+    except ServiceError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print_issued(issued.model_dump(mode="json"))
+    return 0
+
+
 def _serve(host: str, port: int) -> None:
     import uvicorn
 
     from app.main import create_app
 
-    print(f"ragmeta serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", flush=True)
+    _refuse_open(host)
+    print(start_banner(get_settings(), host, port), flush=True)
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
@@ -81,12 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"service URL for client commands (default: $RAGMETA_URL, else {client.DEFAULT_URL})",
     )
+    url.add_argument(
+        "--key",
+        default=argparse.SUPPRESS,
+        help="API key of client commands (default: $RAGMETA_API_KEY); never echoed",
+    )
     parser = argparse.ArgumentParser(
         prog="ragmeta",
         description="ragmeta: which automatic RAG metrics agree with your human raters. Server commands run "
         "the service; client commands talk to a running one.",
         epilog=client.EXIT_CODES
         + "\n\nenvironment:\n  RAGMETA_URL  the service URL of client commands (--url overrides it)\n"
+        "  RAGMETA_API_KEY  the API key of client commands (--key overrides it)\n"
         "  RAGMETA_*    the service's settings (server commands), see README",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[url],
@@ -115,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "keys" and getattr(args, "local", False):
+        return _local_key(args)
     if getattr(args, "client", None) is not None:
         from app.client import run
 
@@ -129,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "worker":
         _worker(args.id, args.once)
     elif args.command == "run":
+        _refuse_open(host)
         _migrate()
         if not args.no_demo:
             _demo(host, port)

@@ -470,6 +470,7 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=5, help="top k retrieved chunks the metrics read (default 5)")
     p.add_argument("--recompute", action="store_true", help="compute again scores already stored")
     no_wait(p)
+    add_keys_command(add("keys", cmd_keys, "API keys and accounts (admins): create, list, revoke"))
     p = add("jobs", cmd_jobs, "list recent jobs with their progress")
     p.add_argument(
         "--status", choices=["queued", "running", "done", "failed", "cancelled"], help="only these"
@@ -508,11 +509,50 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
             )
 
 
+def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
+    if args.keys_command == "create":
+        new = {"name": args.name, "role": args.role, "label": args.label}
+        print_issued(_check(c.post("/keys", json=new)))
+    elif args.keys_command == "list":
+        for k in _check(c.get("/keys")):
+            state = f"revoked {k['revoked_at']}" if k["revoked_at"] else "active"
+            print(f"{k['id']:>4}  {k['prefix']}  {k['user']:<20} {k['role']:<7} {state}  {k['label'] or ''}")
+    else:
+        k = _check(c.delete(f"/keys/{args.id}"))
+        print(f"key {k['id']} of {k['user']} revoked")
+
+
+def print_issued(key: dict[str, Any]) -> None:
+    print(f"key {key['id']} for {key['user']} ({key['role']}), shown once, keep it safe:")
+    print(key["key"])
+
+
+def add_keys_command(p: argparse.ArgumentParser) -> None:
+    ks = p.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    c = ks.add_parser("create", help="issue a key, creating the account with --role when it does not exist")
+    c.add_argument("--name", required=True, help="the account's name")
+    c.add_argument("--role", choices=["admin", "editor", "rater", "viewer"], help="for a new account")
+    c.add_argument("--label", default=None, help="what the key is for")
+    c.add_argument(
+        "--local",
+        action="store_true",
+        help="write into the configured database instead of calling the service (the first admin key)",
+    )
+    ks.add_parser("list", help="every key's prefix, account and state (never the keys)")
+    ks.add_parser("revoke", help="revoke a key by id").add_argument("id", type=int, help="key id")
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    return getattr(args, "key", None) or os.environ.get("RAGMETA_API_KEY") or None
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed client command; returns the exit code and prints errors as one line."""
     url = service_url(args)
+    key = api_key(args)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        with httpx.Client(base_url=url, timeout=600) as c:
+        with httpx.Client(base_url=url, timeout=600, headers=headers) as c:
             args.client(c, args)
         return OK
     except UsageError as exc:

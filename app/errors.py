@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from services.errors import ServiceError
+from services.errors import ServiceError, TooManyRequests, Unauthorized
 from services.validation import loc_to_field
 
 log = logging.getLogger("ragmeta")
@@ -34,11 +34,14 @@ class ErrorEnvelope(BaseModel):
 
 _DESCRIPTIONS = {
     400: "Malformed input (bytes that cannot be parsed)",
+    401: "No credential, or not a valid one",
+    403: "Not allowed for this role or account (or a missing CSRF token)",
     404: "Unknown id",
     409: "Conflict with stored data",
     413: "Upload over the configured size limit",
     415: "Unsupported content type",
     422: "Invalid items; every bad row is listed",
+    429: "Too many failed logins; see Retry-After",
     502: "The configured LLM failed after its retries",
     503: "A required component is not available",
 }
@@ -67,7 +70,12 @@ _HTTP_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge",
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return _envelope(exc.status, exc.code, exc.detail, [i.as_dict() for i in exc.items])
+        response = _envelope(exc.status, exc.code, exc.detail, [i.as_dict() for i in exc.items])
+        if isinstance(exc, Unauthorized):
+            response.headers["WWW-Authenticate"] = "Bearer"
+        if isinstance(exc, TooManyRequests):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

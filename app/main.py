@@ -9,14 +9,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app import docs
+from app.auth import AuthState, access
 from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
+    accounts,
     datasets,
     deletion,
     generation,
@@ -30,8 +32,11 @@ from app.routers import (
     scores,
     scoring,
     studies,
+    tasks,
+    web,
 )
 from app.settings import Settings, get_settings
+from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
 from services.jobs.processes import WorkerProcesses, worker_count
@@ -131,25 +136,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.report_cache = ReportCache(settings.report_cache_size)
     app.state.report_inflight = {}
     app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)
+    app.state.auth = AuthState(settings)
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
     docs.install(app)
-    for module in (
-        home,
-        health,
-        datasets,
-        retrieval,
-        generation,
-        runs,
-        ratings,
-        scores,
-        scoring,
-        reports,
-        jobs,
-        studies,
-        deletion,
-    ):
+    # Who may call what: these routers read with the reader roles (admin, editor, viewer) and write with the
+    # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route
+    # (accounts, ratings, tasks, web) or are public (health, static files).
+    by_method = [Depends(access(read=READERS, write=WRITERS))]
+    for module in (datasets, retrieval, generation, runs, scores, scoring, reports, jobs, studies, deletion):
+        app.include_router(module.router, dependencies=by_method)
+    for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
+    web.mount_static(app)
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -188,6 +187,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         components.setdefault(
             "ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
         )
+        # Every operation that takes a credential can answer 401 (none or invalid) and 403 (role, CSRF).
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                if op.get("security"):
+                    for status, why in (("401", "No credential, or not a valid one"), ("403", "Not allowed")):
+                        op["responses"].setdefault(
+                            status,
+                            {"description": why, "content": {"application/json": {"schema": envelope}}},
+                        )
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
         app.openapi_schema = schema

@@ -1,6 +1,7 @@
 """Settings live in services.config so that the worker and the domain share one typed configuration."""
 
 from services.config import (
+    AuthSettings,
     EmbeddingSettings,
     GeneratorSettings,
     JobSettings,
@@ -14,6 +15,7 @@ from services.config import (
 )
 
 __all__ = [
+    "AuthSettings",
     "EmbeddingSettings",
     "GeneratorSettings",
     "JobSettings",

@@ -107,6 +107,24 @@ class RatingSettings(BaseModel):
     min_raters: int = 2
 
 
+class AuthSettings(BaseModel):
+    # Off only for the embedded demo on loopback (`make run`); the service refuses to serve open elsewhere.
+    enabled: bool = True
+    # Signing key of browser session cookies, read from the variable named here; when it is unset, a random
+    # key is created once in the data directory (file mode 0600).
+    secret_key_env: str = "RAGMETA_SECRET_KEY"
+    session_hours: float = 12.0
+    # Secure cookie flag; None: set when the request came over https.
+    cookie_secure: bool | None = None
+    # Failed logins allowed per account name (and 4x per client address) in the window before 429.
+    login_max_failures: int = 5
+    login_window_s: float = 300.0
+    # Argon2id cost of key hashing (RFC 9106 low-memory profile by default); tests lower it.
+    hash_time_cost: int = 3
+    hash_memory_kib: int = 65536
+    hash_parallelism: int = 4
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGMETA_", env_nested_delimiter="__", extra="ignore", env_file=None
@@ -141,6 +159,7 @@ class Settings(BaseSettings):
     jobs: JobSettings = JobSettings()
     scoring: ScoringSettings = ScoringSettings()
     ratings: RatingSettings = RatingSettings()
+    auth: AuthSettings = AuthSettings()
 
 
 @lru_cache

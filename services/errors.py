@@ -1,6 +1,8 @@
 """Domain errors, rendered by the HTTP layer into one JSON envelope.
 
 ServiceError(message, status)            base; ``code`` names the error in the envelope
+├── Unauthorized              401        no credential, or one that is not valid
+├── Forbidden                 403        a valid credential whose role or account may not do this
 ├── NotFound                  404        an id in the path does not exist
 ├── Conflict                  409        a unique name is taken
 ├── PayloadTooLarge           413        an upload over the configured limit
@@ -8,7 +10,9 @@ ServiceError(message, status)            base; ``code`` names the error in the e
 ├── MalformedInput            400        bytes that cannot be parsed (non-UTF-8, bad JSON/JSONL/CSV line)
 ├── InvalidItems              422        parsed rows that break a rule; every bad row is listed
 │   └── WrongKind             422        a file of another kind than the endpoint reads ("this looks like")
-└── UpstreamError             502        the configured LLM failed after its retries
+├── TooManyRequests           429        too many failed logins; ``retry_after`` seconds to wait
+├── UpstreamError             502        the configured LLM failed after its retries
+└── Unavailable               503        the service is not allowed to answer this (open mode off loopback)
 """
 
 from __future__ import annotations
@@ -42,6 +46,16 @@ class ServiceError(Exception):
     def __reduce__(self) -> tuple[type[ServiceError], tuple[str, list[ItemError]]]:
         # Raised in a report worker process and re-raised in the API: keep the items.
         return (type(self), (self.detail, self.items))
+
+
+class Unauthorized(ServiceError):
+    status = 401
+    code = "Unauthorized"
+
+
+class Forbidden(ServiceError):
+    status = 403
+    code = "Forbidden"
 
 
 class NotFound(ServiceError):
@@ -81,3 +95,17 @@ class WrongKind(InvalidItems):
 class UpstreamError(ServiceError):
     status = 502
     code = "UpstreamError"
+
+
+class TooManyRequests(ServiceError):
+    status = 429
+    code = "TooManyRequests"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class Unavailable(ServiceError):
+    status = 503
+    code = "Unavailable"

@@ -339,3 +339,124 @@ class JudgeCall(Base):
     completion_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class User(Timestamps, Base):
+    """An account: a person or a program, with one role (admin, editor, rater, viewer)."""
+
+    __tablename__ = "app_user"
+    __table_args__ = (CheckConstraint("role IN ('admin', 'editor', 'rater', 'viewer')", name="user_role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+
+
+class ApiKey(Base):
+    """An API key: only its public prefix and an Argon2 hash of the whole key are stored."""
+
+    __tablename__ = "api_key"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    hash: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class WebSession(Base):
+    """A browser session opened by the login form; the cookie carries the token, the store its SHA-256."""
+
+    __tablename__ = "web_session"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class LoginFailure(Base):
+    """A failed login, kept for the rate-limit window (per account name and per client address)."""
+
+    __tablename__ = "login_failure"
+    __table_args__ = (
+        Index("ix_login_failure_name_at", "name", "at"),
+        Index("ix_login_failure_client_at", "client", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    client: Mapped[str] = mapped_column(String(64))
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class RaterAccount(Base):
+    """Which account a rater is: ratings written through a credential land on the account's rater."""
+
+    __tablename__ = "rater_account"
+
+    rater_id: Mapped[int] = mapped_column(ForeignKey("rater.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), unique=True)
+
+
+class RatingTask(Timestamps, Base):
+    """A rating task: which run's outputs (pointwise) or which two runs' answers (pairwise), on which rubric,
+    by whom, and what the raters are shown."""
+
+    __tablename__ = "rating_task"
+    __table_args__ = (CheckConstraint("mode IN ('pointwise', 'pairwise')", name="task_mode"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    mode: Mapped[str] = mapped_column(String(16), default="pointwise")
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    run_b_id: Mapped[int | None] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    rubric_id: Mapped[int] = mapped_column(ForeignKey("rubric.id", ondelete="RESTRICT"))
+    # None: every rater rates every output; k: k raters per output, balanced at random.
+    per_output: Mapped[int | None] = mapped_column(Integer)
+    show_reference: Mapped[bool] = mapped_column(Boolean, default=False)
+    show_contexts: Mapped[bool] = mapped_column(Boolean, default=True)
+    seed: Mapped[int] = mapped_column(Integer)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id", ondelete="SET NULL"))
+
+
+class TaskRater(Base):
+    __tablename__ = "task_rater"
+    __table_args__ = (UniqueConstraint("task_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("rating_task.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    # The seed of this rater's order, recorded so that the order can be reproduced and audited.
+    order_seed: Mapped[int] = mapped_column(Integer)
+
+
+class TaskItem(Base):
+    """One output (or pair of outputs) in one rater's queue, at its position in that rater's order."""
+
+    __tablename__ = "task_item"
+    __table_args__ = (
+        UniqueConstraint("task_id", "user_id", "position"),
+        UniqueConstraint("task_id", "user_id", "question_id"),
+        CheckConstraint("status IN ('pending', 'rated', 'skipped', 'flagged')", name="task_item_status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("rating_task.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column(Integer)  # 1-based, in this rater's order
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"))
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    # Pairwise: the other run's output, and whether it is shown on the left (order randomised per item).
+    output_b_id: Mapped[int | None] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"))
+    b_on_left: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    # Pairwise preference (positive: the task's run is preferred); pointwise scores live in `rating`.
+    preference: Mapped[int | None] = mapped_column(Integer)
+    comment: Mapped[str | None] = mapped_column(Text)
+    flag_reason: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

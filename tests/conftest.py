@@ -9,17 +9,21 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from app.main import create_app
 from app.settings import Settings
-from services.db import downgrade, make_engine, make_session_factory, upgrade
+from services.accounts import service as accounts
+from services.accounts.schemas import KeyCreate, Role
+from services.db import downgrade, make_engine, make_session_factory, session_scope, upgrade
 from services.models import Base
 from services.offline import apply_offline_env
 
@@ -115,6 +119,11 @@ def session(engine: Engine) -> Iterator[Session]:
     s.close()
 
 
+# Authentication is on in tests as in a real deployment; Argon2 runs at its cheapest cost so that tests that
+# issue many keys stay fast (the cost is a setting; the code path is the same).
+FAST_HASH = {"hash_time_cost": 1, "hash_memory_kib": 1024, "hash_parallelism": 1}
+
+
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(
@@ -125,13 +134,28 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         # Reports in the API's threads (a process pool per test app would cost seconds each); the process
         # path has its own tests.
         report_processes=0,
+        auth={"enabled": True, **FAST_HASH},  # type: ignore[arg-type]
     )
+
+
+def issue_key(app: FastAPI, name: str, role: Role | str = Role.admin) -> str:
+    """A new API key for the account (created with ``role`` if missing), written straight to the store."""
+    with session_scope(app.state.session_factory) as s:
+        data = KeyCreate(name=name, role=Role(role))
+        return accounts.issue_key(s, app.state.auth.hasher, data).key
+
+
+@contextmanager
+def admin_client(app: FastAPI) -> Iterator[TestClient]:
+    """A test client that sends an admin's API key with every request."""
+    with TestClient(app) as c:
+        c.headers["Authorization"] = f"Bearer {issue_key(app, 'admin')}"
+        yield c
 
 
 @pytest.fixture
 def client(settings: Settings, engine: Engine) -> Iterator[TestClient]:
-    app = create_app(settings)
-    with TestClient(app) as c:
+    with admin_client(create_app(settings)) as c:
         yield c
 
 
@@ -146,7 +170,10 @@ def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
     """The app served by uvicorn on a loopback port in a background thread (real concurrency, real
     threadpool and event loop); yields its base URL."""
     port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    # Loopback only, so the open demo mode is allowed: these clients send no credential.
+    open_settings = settings.model_copy(deep=True)
+    open_settings.auth.enabled = False
+    config = uvicorn.Config(create_app(open_settings), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="live-server", daemon=True)
     thread.start()
@@ -159,4 +186,4 @@ def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
     thread.join(30)
 
 
-__all__ = ["FIXTURES", "downgrade", "free_port"]
+__all__ = ["FIXTURES", "admin_client", "downgrade", "free_port", "issue_key"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from html import escape
 
 from fastapi import APIRouter
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.auth import IdentityDep
 from app.deps import SessionDep
+from services.accounts.schemas import Role
 from services.datasets.repository import DatasetRepository
 from services.runs.repository import RunRepository
 
@@ -15,7 +17,12 @@ router = APIRouter(tags=["home"], include_in_schema=False)
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(session: SessionDep) -> HTMLResponse:
+def home(session: SessionDep, identity: IdentityDep) -> Response:
+    # Raters have their own pages; everyone else must be signed in (or be on the open demo).
+    if identity is None:
+        return RedirectResponse("/login", status_code=303)
+    if identity.role == Role.rater:
+        return RedirectResponse("/rate", status_code=303)
     items = []
     for ds in DatasetRepository(session).list():
         runs = RunRepository(session).all(ds.id)
@@ -48,6 +55,7 @@ raters, with confidence intervals and the ceiling that rater disagreement puts o
 <ul><li><a href="/docs">API documentation</a> (<a href="/redoc">ReDoc</a>;
 OpenAPI: <a href="/openapi.json">/openapi.json</a>)</li>
 <li><a href="/metrics">Metric catalogue</a> with availability</li>
-<li><a href="/healthz">Health</a></li></ul>
+<li><a href="/healthz">Health</a></li>
+<li><a href="/tasks.html">Rating tasks</a> (dashboards) · <a href="/rate">my rating queue</a></li></ul>
 </body></html>"""
     return HTMLResponse(page)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
-from services.errors import Conflict, ItemError
+from services.errors import Conflict, Forbidden, ItemError
 from services.ingest import Row, notes_of
 from services.models import Rater, Rubric
 from services.ratings.repository import RatingRepository
@@ -29,6 +29,7 @@ from services.ratings.schemas import (
 )
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
+from services.tasks.repository import TaskRepository
 from services.validation import duplicate_errors, invalid_rows, validate_rows
 
 
@@ -98,14 +99,32 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
     )
 
 
-def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportReport:
+def _check_author(session: Session, run_id: int, author: str, author_id: int | None) -> None:
+    if author_id is None or not TaskRepository(session).rates_run(run_id, author_id):
+        raise Forbidden(f"{author!r} has no rating task on run {run_id}")
+
+
+def import_ratings(
+    session: Session, run_id: int, rows: list[Row], author: str | None = None, author_id: int | None = None
+) -> ImportReport:
     """Upsert ratings of a run's outputs.
 
     A row without a rubric is on the run's rubric (the batch's, for a run not rated yet; else the default).
     Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
     one output by one rater in the batch, or a rubric other than the one the run is already rated with.
+    With ``author`` (a rater writing for themselves), Forbidden when a row names another rater or the author
+    has no rating task on the run.
     """
     run = lock_run(session, run_id)
+    if author is not None:
+        _check_author(session, run_id, author, author_id)
+        others = [
+            ItemError(r.index, "rater", "a rater can only post their own ratings", r.line)
+            for r in rows
+            if not isinstance(r.data, dict) or r.data.get("rater") != author
+        ]
+        if others:
+            raise Forbidden(f"{len(others)} row(s) name another rater than {author!r}", others)
     default = ensure_default_rubric(session)
     repo = RatingRepository(session)
     raters, rubrics = repo.raters(), repo.rubrics()
@@ -207,8 +226,13 @@ def import_ratings(session: Session, run_id: int, rows: list[Row]) -> ImportRepo
     )
 
 
-def list_ratings(session: Session, run_id: int) -> list[RatingRead]:
+def list_ratings(
+    session: Session, run_id: int, author: str | None = None, author_id: int | None = None
+) -> list[RatingRead]:
+    """The run's ratings; with ``author``, only that rater's (Forbidden without a task on the run)."""
     run = get_run(session, run_id)
+    if author is not None:
+        _check_author(session, run_id, author, author_id)
     questions = {
         q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id, with_passages=False)
     }
@@ -224,6 +248,7 @@ def list_ratings(session: Session, run_id: int) -> list[RatingRead]:
             updated_at=rating.updated_at,
         )
         for rating, output, rater, rubric in RatingRepository(session).ratings_of_runs([run_id])
+        if author is None or rater.name == author
     ]
 
 

@@ -14,6 +14,7 @@ from app.cli import build_parser
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import MINI
+from tests.conftest import admin_client
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def live(settings: Settings, engine: Any) -> Iterator[TestClient]:
     s = settings.model_copy(deep=True)
     s.jobs.embedded_worker = True
     s.jobs.poll_interval_s = 0.05
-    with TestClient(create_app(s)) as c:
+    with admin_client(create_app(s)) as c:
         yield c
 
 

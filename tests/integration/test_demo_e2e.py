@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.demo import DEMO_DIR, RATINGS_NOTE, RUNS, prepare, summary
 from app.main import create_app
 from app.settings import Settings
 from services.db import make_session_factory
+from tests.conftest import admin_client
 from tests.integration.test_scoring import drain
 
 
@@ -30,7 +30,7 @@ def test_demo_end_to_end(
     assert prepare(factory, s, say=again.append) == info
     assert not any(m.startswith(("building", "scoring")) for m in again)
 
-    with TestClient(create_app(s)) as client:
+    with admin_client(create_app(s)) as client:
         offline = [m["name"] for m in client.get("/metrics").json() if m["available"]]
         for name, run_id in info["runs"].items():
             table = client.get(f"/runs/{run_id}/scores").json()

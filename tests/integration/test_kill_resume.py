@@ -34,6 +34,8 @@ def _start(database_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
         "RAGMETA_DATABASE_URL": database_url,
         "RAGMETA_JOBS__LEASE_S": "2",
         "RAGMETA_JOBS__POLL_INTERVAL_S": "0.1",
+        # A loopback server: the open demo mode (no credential) is allowed there.
+        "RAGMETA_AUTH__ENABLED": "false",
         "PYTHONPATH": str(ROOT),
     }
     with log.open("ab") as out:  # the child keeps its own copy of the descriptor

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import assert_envelope, upload
+from tests.conftest import admin_client
 from tests.fakellm import FakeLLM
 from tests.integration.test_scoring import drain
 
@@ -56,7 +57,7 @@ def index_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def client(settings: Settings, engine: Any, index_home: Path) -> Iterator[TestClient]:
     s = settings.model_copy(update={"data_dir": index_home})
-    with TestClient(create_app(s)) as c:
+    with admin_client(create_app(s)) as c:
         yield c
 
 
@@ -74,7 +75,7 @@ def llm_client(settings: Settings, fake: FakeLLM, engine: Any, index_home: Path)
     s.generator.model = "fake-model"
     s.generator.timeout_s = 1.0
     s.generator.retries = 2
-    with TestClient(create_app(s)) as c:
+    with admin_client(create_app(s)) as c:
         yield c
 
 

@@ -1,0 +1,245 @@
+"""Who is calling and what they may do: FastAPI dependencies applied per router (``access``) or per route
+(``require``), and the cookie helpers of browser sessions.
+
+Credentials: ``Authorization: Bearer <API key>`` (API, CLI) or the signed session cookie set by the login form
+(browser). A browser session may call the JSON API too; its unsafe requests then need the ``X-CSRF-Token``
+header (forms carry the token in a hidden field instead). With ``RAGMETA_AUTH__ENABLED=false`` (the demo on
+loopback) an anonymous caller acts as an admin, and only on a loopback address.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request, Response
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
+from itsdangerous import BadSignature, TimestampSigner
+
+from app.settings import Settings
+from services.accounts import service as accounts
+from services.accounts.schemas import Identity, Role
+from services.db import session_scope
+from services.errors import Forbidden, Unauthorized, Unavailable
+
+SESSION_COOKIE = "ragmeta_session"
+LOGIN_CSRF_COOKIE = "ragmeta_login_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN_IDENTITY = Identity(user_id=None, name="open-demo", role=Role.admin, via="open")
+
+_bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer rgm_...`")
+_cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False, description="browser session (the login form)")
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def open_mode_refusal(settings: Settings, host: str) -> str | None:
+    """Why the service must not start (auth off on a non-loopback address), or None."""
+    if settings.auth.enabled or is_loopback(host):
+        return None
+    return (
+        f"refusing to serve on {host} with authentication off: anyone on the network could read and change "
+        "everything. Set RAGMETA_AUTH__ENABLED=true (and create a key: ragmeta keys create --local --role "
+        "admin --name admin), or bind to 127.0.0.1."
+    )
+
+
+def load_secret(settings: Settings) -> bytes:
+    """The cookie-signing key: from the environment variable named in settings, else a file made once."""
+    value = os.environ.get(settings.auth.secret_key_env)
+    if value:
+        return value.encode()
+    path = Path(settings.data_dir) / "secret_key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
+    return path.read_bytes().strip()
+
+
+class AuthState:
+    """What the app owns for authentication: the key hasher (with its verified-key memory) and the
+    cookie-signing secret, read (or created) on first use so that building the app touches no file."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.hasher = accounts.KeyHasher(settings.auth)
+        self._settings = settings
+        self._secret: bytes | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def secret(self) -> bytes:
+        with self._lock:
+            if self._secret is None:
+                self._secret = load_secret(self._settings)
+            return self._secret
+
+    def signer(self, purpose: str) -> TimestampSigner:
+        return TimestampSigner(self.secret, salt=f"ragmeta-{purpose}")
+
+    def csrf(self, identity: Identity) -> str | None:
+        return accounts.csrf_token(self.secret, identity.session_token) if identity.session_token else None
+
+
+def auth_state(request: Request) -> AuthState:
+    state: AuthState = request.app.state.auth
+    return state
+
+
+def _session_token(request: Request, cookie: str) -> str | None:
+    settings: Settings = request.app.state.settings
+    try:
+        max_age = int(settings.auth.session_hours * 3600)
+        raw = auth_state(request).signer("session").unsign(cookie, max_age=max_age)
+    except BadSignature:
+        return None
+    return raw.decode()
+
+
+def current_identity(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    cookie: Annotated[str | None, Depends(_cookie)],
+) -> Identity | None:
+    """The caller's identity, None when there is no credential. An invalid API key is a 401 at once."""
+    settings: Settings = request.app.state.settings
+    identity = None
+    if bearer is not None:
+        with session_scope(request.app.state.session_factory) as s:
+            identity = accounts.authenticate_key(s, auth_state(request).hasher, bearer.credentials)
+    elif cookie:
+        token = _session_token(request, cookie)
+        if token:
+            with session_scope(request.app.state.session_factory) as s:
+                identity = accounts.session_identity(s, token)
+    if identity is None and not settings.auth.enabled:
+        server = request.scope.get("server")
+        if not is_loopback(server[0] if server else None):
+            raise Unavailable(
+                "authentication is off (RAGMETA_AUTH__ENABLED=false) and this request did not arrive on a "
+                "loopback address; turn authentication on"
+            )
+        return OPEN_IDENTITY
+    return identity
+
+
+IdentityDep = Annotated[Identity | None, Depends(current_identity)]
+
+
+def _check(request: Request, identity: Identity | None, roles: frozenset[Role]) -> Identity:
+    if identity is None:
+        raise Unauthorized(
+            "this needs a credential: an API key (Authorization: Bearer ...) or a browser session (/login)"
+        )
+    if identity.role not in roles:
+        allowed = ", ".join(sorted(r.value for r in roles))
+        raise Forbidden(f"the {identity.role.value} role may not do this (allowed: {allowed})")
+    if identity.via == "session" and request.method not in SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        expected = auth_state(request).csrf(identity) or ""
+        if not hmac.compare_digest(sent, expected):
+            raise Forbidden(f"a browser session needs the {CSRF_HEADER} header on this request (see GET /me)")
+    return identity
+
+
+def require(roles: frozenset[Role]) -> Callable[..., Identity]:
+    """Route dependency: the caller must have one of ``roles``; returns their identity."""
+
+    def dependency(request: Request, identity: IdentityDep) -> Identity:
+        return _check(request, identity, roles)
+
+    return dependency
+
+
+def access(read: frozenset[Role], write: frozenset[Role]) -> Callable[..., Identity]:
+    """Router dependency: ``read`` roles for GET/HEAD, ``write`` roles for every other method."""
+
+    def dependency(request: Request, identity: IdentityDep) -> Identity:
+        return _check(request, identity, read if request.method in SAFE_METHODS else write)
+
+    return dependency
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> None:
+    settings: Settings = request.app.state.settings
+    response.set_cookie(
+        SESSION_COOKIE,
+        auth_state(request).signer("session").sign(token).decode(),
+        max_age=int(settings.auth.session_hours * 3600),
+        httponly=True,
+        samesite="lax",
+        secure=_secure(request),
+        path="/",
+    )
+
+
+def clear_session_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="lax", secure=_secure(request), path="/")
+
+
+def _secure(request: Request) -> bool:
+    settings: Settings = request.app.state.settings
+    forced = settings.auth.cookie_secure
+    return forced if forced is not None else request.url.scheme == "https"
+
+
+def login_csrf(request: Request) -> tuple[str, str | None]:
+    """The login form's CSRF token (double submit: a signed cookie and the same value in the form), and the
+    cookie to set when the browser does not have a valid one yet."""
+    value = request.cookies.get(LOGIN_CSRF_COOKIE)
+    if value:
+        try:
+            return auth_state(request).signer("login-csrf").unsign(value, max_age=86400).decode(), None
+        except BadSignature:
+            pass
+    token = secrets.token_urlsafe(24)
+    return token, auth_state(request).signer("login-csrf").sign(token).decode()
+
+
+def set_login_csrf_cookie(request: Request, response: Response, cookie: str | None) -> None:
+    if cookie is None:
+        return
+    response.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        cookie,
+        max_age=86400,
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+        path="/login",
+    )
+
+
+def login_csrf_ok(request: Request, sent: str) -> bool:
+    value = request.cookies.get(LOGIN_CSRF_COOKIE)
+    if not value or not sent:
+        return False
+    try:
+        token = auth_state(request).signer("login-csrf").unsign(value, max_age=86400).decode()
+    except BadSignature:
+        return False
+    return hmac.compare_digest(token, sent)
+
+
+def form_csrf_ok(request: Request, identity: Identity, sent: str) -> bool:
+    expected = auth_state(request).csrf(identity)
+    return expected is not None and hmac.compare_digest(expected, sent or "")

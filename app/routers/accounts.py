@@ -1,0 +1,75 @@
+"""Accounts and API keys (admins), and who the caller is (everyone)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from app.auth import auth_state, require
+from app.deps import SessionDep
+from app.errors import responses
+from services.accounts import service
+from services.accounts.schemas import (
+    ADMINS,
+    EVERYONE,
+    Identity,
+    KeyCreate,
+    KeyIssued,
+    KeyRead,
+    Me,
+    UserCreate,
+    UserRead,
+    UserUpdate,
+)
+
+router = APIRouter(tags=["accounts"])
+Admin = Annotated[Identity, Depends(require(ADMINS))]
+Anyone = Annotated[Identity, Depends(require(EVERYONE))]
+
+
+@router.get("/me", response_model=Me, responses=responses(401))
+def me(request: Request, identity: Anyone) -> Me:
+    """The caller's account and role; with a browser session, the CSRF token for unsafe API calls."""
+    return Me(
+        name=identity.name,
+        role=identity.role,
+        via=identity.via,
+        csrf_token=auth_state(request).csrf(identity),
+    )
+
+
+@router.get("/users", response_model=list[UserRead], responses=responses(401, 403))
+def list_users(session: SessionDep, _: Admin) -> list[UserRead]:
+    return service.list_users(session)
+
+
+@router.post("/users", status_code=201, response_model=UserRead, responses=responses(401, 403, 409, 422))
+def create_user(body: UserCreate, session: SessionDep, _: Admin) -> UserRead:
+    """An account with a role (`admin`, `editor`, `rater`, `viewer`); give it a key with POST /keys."""
+    return service.create_user(session, body)
+
+
+@router.patch("/users/{user_id}", response_model=UserRead, responses=responses(401, 403, 404, 422))
+def update_user(user_id: int, body: UserUpdate, session: SessionDep, _: Admin) -> UserRead:
+    """Change an account's role, or deactivate it (its keys and sessions stop working at once)."""
+    return service.update_user(session, user_id, body)
+
+
+@router.post("/keys", status_code=201, response_model=KeyIssued, responses=responses(401, 403, 409, 422))
+def create_key(body: KeyCreate, request: Request, session: SessionDep, _: Admin) -> KeyIssued:
+    """Issue an API key (creating the account when `role` is given). The key is in this answer only: the
+    service keeps an Argon2id hash of it. Use it as `Authorization: Bearer <key>` or at the login form."""
+    return service.issue_key(session, auth_state(request).hasher, body)
+
+
+@router.get("/keys", response_model=list[KeyRead], responses=responses(401, 403))
+def list_keys(session: SessionDep, _: Admin) -> list[KeyRead]:
+    """Every key's public prefix, account and state (never the key)."""
+    return service.list_keys(session)
+
+
+@router.delete("/keys/{key_id}", response_model=KeyRead, responses=responses(401, 403, 404))
+def revoke_key(key_id: int, session: SessionDep, _: Admin) -> KeyRead:
+    """Revoke a key; requests with it fail from now on."""
+    return service.revoke_key(session, key_id)

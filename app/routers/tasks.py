@@ -1,0 +1,122 @@
+"""Rating tasks (editors create them, viewers read them) and each rater's own queue."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from app.auth import require
+from app.deps import SessionDep
+from app.errors import responses
+from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
+from services.scores.service import table_csv
+from services.tasks import service
+from services.tasks.schemas import (
+    ActionResult,
+    Dashboard,
+    ItemAction,
+    ItemView,
+    Queue,
+    TaskCreate,
+    TaskRead,
+)
+
+router = APIRouter(tags=["rating tasks"])
+EXPORT_ROW = "#/components/schemas/ExportRow"
+# Path ids beyond what the database stores are refused as invalid rather than looked up.
+TaskId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+Position = Annotated[int, Path(ge=1, le=2**31 - 1, description="1-based, in the caller's own order")]
+Writer = Annotated[Identity, Depends(require(WRITERS))]
+Reader = Annotated[Identity, Depends(require(READERS))]
+Rater = Annotated[Identity, Depends(require(RATERS))]
+Anyone = Annotated[Identity, Depends(require(EVERYONE))]
+
+
+@router.post("/tasks", status_code=201, response_model=TaskRead, responses=responses(401, 403, 404, 409, 422))
+def create_task(body: TaskCreate, session: SessionDep, identity: Writer) -> TaskRead:
+    """A rating task on a run (pointwise) or on two runs of one dataset (pairwise): every rater rates every
+    output, or `per_output` raters each, balanced at random; each rater's order is shuffled with a recorded
+    seed."""
+    return service.create_task(session, body, identity.user_id)
+
+
+@router.get("/tasks", response_model=list[TaskRead], responses=responses(401, 403))
+def list_tasks(session: SessionDep, _: Reader) -> list[TaskRead]:
+    return service.list_tasks(session)
+
+
+@router.get("/tasks/{task_id}", response_model=TaskRead, responses=responses(401, 403, 404))
+def get_task(task_id: TaskId, session: SessionDep, _: Reader) -> TaskRead:
+    return service.read_task(session, task_id)
+
+
+@router.get("/tasks/{task_id}/dashboard", response_model=Dashboard, responses=responses(401, 403, 404))
+def dashboard(
+    task_id: TaskId,
+    session: SessionDep,
+    _: Reader,
+    threshold: Annotated[
+        int, Query(ge=1, le=200, description="list outputs whose scores spread this much")
+    ] = 2,
+) -> Dashboard:
+    """Per-rater progress, outputs the raters disagree on, flags and agreement (α, ICC) so far."""
+    return service.dashboard(session, task_id, threshold)
+
+
+@router.get(
+    "/tasks/{task_id}/export",
+    responses={
+        **responses(401, 403, 404),
+        200: {
+            "content": {
+                "application/json": {
+                    "schema": {"type": "array", "items": {"$ref": "#/components/schemas/ExportRow"}}
+                },
+                "text/csv": {},
+            }
+        },
+    },
+)
+def export(
+    task_id: TaskId, session: SessionDep, _: Reader, format: Literal["json", "csv"] = "json"
+) -> Response:
+    """The ratings in the format POST /runs/{id}/ratings reads: question_id, rater, score, rubric, comment."""
+    columns, rows = service.export(session, task_id)
+    data = [r.model_dump(mode="json", include=set(columns)) for r in rows]
+    if format == "csv":
+        return PlainTextResponse(
+            table_csv(columns, data),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="task-{task_id}-ratings.csv"'},
+        )
+    return JSONResponse(data)
+
+
+@router.get("/me/tasks", response_model=list[TaskRead], responses=responses(401))
+def my_tasks(session: SessionDep, identity: Anyone) -> list[TaskRead]:
+    """The tasks the caller rates in."""
+    return service.list_tasks(session, identity.user_id) if identity.user_id is not None else []
+
+
+@router.get("/tasks/{task_id}/queue", response_model=Queue, responses=responses(401, 403, 404))
+def my_queue(task_id: TaskId, session: SessionDep, identity: Rater) -> Queue:
+    """The caller's own queue in their order, with their own scores only."""
+    return service.queue(session, task_id, identity.user_id)
+
+
+@router.get("/tasks/{task_id}/queue/{position}", response_model=ItemView, responses=responses(401, 403, 404))
+def my_item(task_id: TaskId, position: Position, session: SessionDep, identity: Rater) -> ItemView:
+    """One item of the caller's queue: question, answer(s), contexts and reference if the task shows them."""
+    return service.item_view(session, task_id, identity.user_id, position)
+
+
+@router.put(
+    "/tasks/{task_id}/queue/{position}", response_model=ActionResult, responses=responses(401, 403, 404, 422)
+)
+def act(
+    task_id: TaskId, position: Position, body: ItemAction, session: SessionDep, identity: Rater
+) -> ActionResult:
+    """Rate (`score`, `comment`), skip, or flag as unratable (`reason`) one item of the caller's queue."""
+    return service.act(session, task_id, identity.user_id, position, body)

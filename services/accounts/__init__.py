@@ -1,0 +1,1 @@
+"""Accounts, roles, API keys, browser sessions and login rate limiting."""

@@ -1,0 +1,1 @@
+"""Rating tasks: who rates which outputs in which order, the raters' queues, and the editors' dashboard."""

@@ -1,0 +1,86 @@
+"""All SQL about rating tasks, their raters and their queues."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from services.models import Output, Question, Rating, RatingTask, TaskItem, TaskRater, User
+from services.repository import Repository
+
+
+class TaskRepository(Repository):
+    def get(self, task_id: int) -> RatingTask | None:
+        return self.session.get(RatingTask, task_id)
+
+    def by_name(self, name: str) -> RatingTask | None:
+        return self.session.scalar(select(RatingTask).where(RatingTask.name == name))
+
+    def all(self) -> Sequence[RatingTask]:
+        return self.session.scalars(select(RatingTask).order_by(RatingTask.id)).all()
+
+    def of_user(self, user_id: int) -> Sequence[RatingTask]:
+        stmt = (
+            select(RatingTask)
+            .join(TaskRater, TaskRater.task_id == RatingTask.id)
+            .where(TaskRater.user_id == user_id)
+            .order_by(RatingTask.id)
+        )
+        return self.session.scalars(stmt).all()
+
+    def raters(self, task_id: int) -> list[tuple[TaskRater, User]]:
+        stmt = (
+            select(TaskRater, User)
+            .join(User, User.id == TaskRater.user_id)
+            .where(TaskRater.task_id == task_id)
+            .order_by(User.name)
+        )
+        return [(t, u) for t, u in self.session.execute(stmt)]
+
+    def is_rater(self, task_id: int, user_id: int) -> bool:
+        stmt = select(TaskRater.id).where(TaskRater.task_id == task_id, TaskRater.user_id == user_id)
+        return self.session.scalar(stmt) is not None
+
+    def rates_run(self, run_id: int, user_id: int) -> bool:
+        stmt = (
+            select(TaskRater.id)
+            .join(RatingTask, RatingTask.id == TaskRater.task_id)
+            .where(RatingTask.run_id == run_id, RatingTask.mode == "pointwise", TaskRater.user_id == user_id)
+            .limit(1)
+        )
+        return self.session.scalar(stmt) is not None
+
+    def items(self, task_id: int, user_id: int | None = None) -> Sequence[TaskItem]:
+        stmt = select(TaskItem).where(TaskItem.task_id == task_id)
+        if user_id is not None:
+            stmt = stmt.where(TaskItem.user_id == user_id)
+        return self.session.scalars(stmt.order_by(TaskItem.user_id, TaskItem.position)).all()
+
+    def item(self, task_id: int, user_id: int, position: int) -> TaskItem | None:
+        stmt = select(TaskItem).where(
+            TaskItem.task_id == task_id, TaskItem.user_id == user_id, TaskItem.position == position
+        )
+        return self.session.scalar(stmt)
+
+    def questions(self, question_ids: Sequence[int]) -> dict[int, Question]:
+        stmt = select(Question).where(Question.id.in_(list(question_ids)))
+        return {q.id: q for q in self.session.scalars(stmt)}
+
+    def outputs(self, output_ids: Sequence[int]) -> dict[int, Output]:
+        stmt = select(Output).where(Output.id.in_(list(output_ids))).options(selectinload(Output.chunks))
+        return {o.id: o for o in self.session.scalars(stmt)}
+
+    def rating(self, output_id: int, rater_id: int) -> Rating | None:
+        stmt = select(Rating).where(Rating.output_id == output_id, Rating.rater_id == rater_id)
+        return self.session.scalar(stmt)
+
+    def ratings_of_outputs(self, output_ids: Sequence[int], rater_ids: Sequence[int]) -> Sequence[Rating]:
+        stmt = select(Rating).where(
+            Rating.output_id.in_(list(output_ids)), Rating.rater_id.in_(list(rater_ids))
+        )
+        return self.session.scalars(stmt).all()
+
+    def delete(self, obj: object) -> None:
+        self.session.delete(obj)

@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.ratings.schemas import RubricRead
+
+Mode = Literal["pointwise", "pairwise"]
+Status = Literal["pending", "rated", "skipped", "flagged"]
+
+PREFERENCE_RUBRIC_NAME = "preference-1-5"
+# Scores are given on what the rater sees (left/right) and stored for the task's two runs (A = run_id).
+PREFERENCE_LEVELS = {
+    "1": "The left answer is much better.",
+    "2": "The left answer is somewhat better.",
+    "3": "Both answers are about as good (or as bad).",
+    "4": "The right answer is somewhat better.",
+    "5": "The right answer is much better.",
+}
+
+
+class TaskCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    run_id: int = Field(ge=1, le=2**63 - 1, description="the run whose outputs are rated (run A in pairwise)")
+    mode: Mode = "pointwise"
+    run_b_id: int | None = Field(default=None, ge=1, le=2**63 - 1, description="pairwise: the other run")
+    rubric: str | None = Field(
+        default=None, description="rubric name; default: the study's 1-5 scale, or a 1-5 preference scale"
+    )
+    raters: list[str] = Field(min_length=1, max_length=1000, description="account names")
+    per_output: int | None = Field(
+        default=None, ge=1, description="k raters per output, balanced at random; omit: everyone rates all"
+    )
+    show_reference: bool = Field(default=False, description="show the reference answer to raters")
+    show_contexts: bool = Field(default=True, description="show the retrieved contexts to raters")
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1, description="recorded; random when omitted")
+
+
+class RaterProgress(BaseModel):
+    name: str
+    order_seed: int
+    assigned: int
+    rated: int
+    skipped: int
+    flagged: int
+    pending: int
+
+
+class TaskRead(BaseModel):
+    id: int
+    name: str
+    mode: Mode
+    run_id: int
+    run_b_id: int | None
+    rubric: RubricRead
+    per_output: int | None
+    show_reference: bool
+    show_contexts: bool
+    seed: int
+    n_outputs: int
+    raters: list[RaterProgress]
+    created_at: datetime
+
+
+class QueueEntry(BaseModel):
+    position: int
+    question_id: str
+    question: str
+    status: Status
+    score: int | None = Field(description="this rater's own score (pairwise: as shown, left/right)")
+    flag_reason: str | None
+
+
+class Queue(BaseModel):
+    task_id: int
+    task: str
+    mode: Mode
+    rater: str
+    total: int
+    done: int
+    next_position: int | None
+    entries: list[QueueEntry]
+
+
+class Context(BaseModel):
+    rank: int
+    text: str
+
+
+class Answer(BaseModel):
+    side: Literal["single", "left", "right"]
+    answer: str
+    contexts: list[Context] | None
+
+
+class ItemView(BaseModel):
+    task_id: int
+    task: str
+    mode: Mode
+    position: int
+    total: int
+    done: int
+    status: Status
+    question_id: str
+    question: str
+    reference_answer: str | None = Field(description="only when the task shows it")
+    answers: list[Answer]
+    rubric: RubricRead
+    score: int | None
+    comment: str | None
+    flag_reason: str | None
+    prev_position: int | None
+    next_position: int | None
+
+
+class ItemAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["rate", "skip", "flag"]
+    score: int | None = Field(default=None, description="rate: a level of the task's rubric")
+    comment: str | None = Field(default=None, max_length=5000)
+    reason: str | None = Field(default=None, max_length=1000, description="flag: why it cannot be rated")
+
+    @field_validator("comment", "reason", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class ActionResult(BaseModel):
+    position: int
+    status: Status
+    next_position: int | None
+
+
+class Estimate(BaseModel):
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class AgreementSummary(BaseModel):
+    raters: list[str]
+    n_items: int
+    n_items_used: int
+    alpha_ordinal: Estimate | None
+    alpha_interval: Estimate | None
+    icc_a1: Estimate | None
+    icc_ak: Estimate | None
+    kappa_quadratic: float | None
+    undefined_reason: str | None
+
+
+class Disagreement(BaseModel):
+    question_id: str
+    question: str
+    scores: dict[str, int]
+    spread: int
+
+
+class Flag(BaseModel):
+    question_id: str
+    rater: str
+    reason: str | None
+
+
+class Dashboard(BaseModel):
+    task: TaskRead
+    threshold: int
+    agreement: AgreementSummary
+    disagreements: list[Disagreement]
+    flagged: list[Flag]
+
+
+class ExportRow(BaseModel):
+    """One rating in the format POST /runs/{id}/ratings reads (pairwise adds the two runs and the side)."""
+
+    question_id: str
+    rater: str
+    score: int
+    rubric: str
+    comment: str | None = None
+    run_a: int | None = None
+    run_b: int | None = None

@@ -1,0 +1,586 @@
+"""Rating tasks: creation with balanced random assignment, per-rater seeded order, the rater's queue and item
+actions (rate, skip, flag), and the editor's dashboard (progress, disagreements, agreement) and export.
+
+Pointwise scores are stored as ordinary ratings (so reports and agreement see them at once); pairwise
+preferences stay on the task's items, stored for run A vs run B whatever side each answer was shown on.
+
+Failure modes: NotFound (task, run, position), Forbidden (the caller is not a rater of the task), Conflict
+(task name taken; a rubric other than the one the run is rated with), InvalidItems (bad raters, scales,
+modes).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections import Counter
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from services import stats
+from services.accounts.repository import AccountRepository
+from services.accounts.schemas import RATERS, Role
+from services.accounts.service import rater_for
+from services.errors import Conflict, Forbidden, InvalidItems, ItemError, NotFound
+from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater
+from services.ratings.repository import RatingRepository
+from services.ratings.service import ensure_default_rubric, rubric_read
+from services.runs.repository import RunRepository
+from services.runs.service import get_run, lock_run
+from services.tasks.repository import TaskRepository
+from services.tasks.schemas import (
+    PREFERENCE_LEVELS,
+    PREFERENCE_RUBRIC_NAME,
+    ActionResult,
+    AgreementSummary,
+    Answer,
+    Context,
+    Dashboard,
+    Disagreement,
+    Estimate,
+    ExportRow,
+    Flag,
+    ItemAction,
+    ItemView,
+    Queue,
+    QueueEntry,
+    RaterProgress,
+    TaskCreate,
+    TaskRead,
+)
+
+
+def _bad(field: str, reason: str) -> InvalidItems:
+    return InvalidItems(reason, [ItemError(None, field, reason)])
+
+
+def _rubric(session: Session, data: TaskCreate) -> Rubric:
+    repo = RatingRepository(session)
+    default = ensure_default_rubric(session)
+    if data.rubric is None and data.mode == "pairwise":
+        rubric = repo.rubrics().get(PREFERENCE_RUBRIC_NAME)
+        if rubric is None:
+            rubric = Rubric(name=PREFERENCE_RUBRIC_NAME, min_score=1, max_score=5, levels=PREFERENCE_LEVELS)
+            repo.add(rubric)
+            repo.flush()
+        return rubric
+    if data.rubric is None:
+        return default
+    rubric = repo.rubrics().get(data.rubric)
+    if rubric is None:
+        raise _bad("rubric", f"unknown rubric {data.rubric!r}")
+    return rubric
+
+
+def assign(
+    units: list[int], rater_ids: list[int], per_output: int | None, seed: int
+) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """Which units each rater gets, in that rater's order, and each rater's order seed.
+
+    Everyone gets every unit, or each unit goes to ``per_output`` raters chosen among the least loaded (ties
+    broken at random), so loads differ by at most one. Each rater's units are then shuffled with their own
+    seed, drawn from the task's seed, so the whole assignment is reproducible from the task's seed.
+    """
+    rng = random.Random(seed)
+    given: dict[int, list[int]] = {r: [] for r in rater_ids}
+    if per_output is None:
+        for r in rater_ids:
+            given[r] = list(units)
+    else:
+        load = dict.fromkeys(rater_ids, 0)
+        order = list(units)
+        rng.shuffle(order)
+        for unit in order:
+            ranked = sorted(rater_ids, key=lambda r: (load[r], rng.random()))
+            for r in ranked[:per_output]:
+                given[r].append(unit)
+                load[r] += 1
+        for r in rater_ids:
+            given[r].sort()
+    seeds = {r: rng.randrange(2**31) for r in sorted(rater_ids)}
+    for r in rater_ids:
+        random.Random(seeds[r]).shuffle(given[r])
+    return given, seeds
+
+
+def create_task(session: Session, data: TaskCreate, created_by: int | None) -> TaskRead:
+    repo = TaskRepository(session)
+    if repo.by_name(data.name) is not None:
+        raise Conflict(f"a task named {data.name!r} exists", [ItemError(None, "name", "already taken")])
+    run = get_run(session, data.run_id)
+    run_b = None
+    if data.mode == "pairwise":
+        if data.run_b_id is None:
+            raise _bad("run_b_id", "a pairwise task compares two runs: give run_b_id")
+        run_b = get_run(session, data.run_b_id)
+        if run_b.id == run.id or run_b.dataset_id != run.dataset_id:
+            raise _bad("run_b_id", "run_b_id must be another run of the same dataset")
+    elif data.run_b_id is not None:
+        raise _bad("run_b_id", "only a pairwise task has a second run")
+    rubric = _rubric(session, data)
+    if data.mode == "pointwise":
+        rated_with = {r.name for *_, r in RatingRepository(session).ratings_of_runs([run.id])}
+        if rated_with and rubric.name not in rated_with:
+            raise Conflict(
+                f"run {run.id} is rated with {sorted(rated_with)[0]!r}; one run is rated on one rubric",
+                [ItemError(None, "rubric", f"the run is rated with {sorted(rated_with)[0]}")],
+            )
+
+    errors = []
+    users = AccountRepository(session).users_by_name(data.raters)
+    for i, name in enumerate(data.raters):
+        user = users.get(name)
+        if data.raters.index(name) != i:
+            errors.append(ItemError(i, "raters", f"{name!r} is listed twice"))
+        elif user is None:
+            errors.append(ItemError(i, "raters", f"no account named {name!r}"))
+        elif Role(user.role) not in RATERS or not user.active:
+            errors.append(ItemError(i, "raters", f"{name!r} ({user.role}) cannot be given a rating queue"))
+    if data.per_output is not None and data.per_output > len(data.raters):
+        errors.append(ItemError(None, "per_output", f"more than the {len(data.raters)} rater(s) listed"))
+    if errors:
+        raise InvalidItems(f"{len(errors)} problem(s) with the task's raters", errors)
+
+    outputs_a = {o.question_id: o for o in RunRepository(session).outputs(run.id) if o.answer is not None}
+    outputs_b = (
+        {o.question_id: o for o in RunRepository(session).outputs(run_b.id) if o.answer is not None}
+        if run_b
+        else {}
+    )
+    units = sorted(q for q in outputs_a if run_b is None or q in outputs_b)
+    if not units:
+        raise _bad("run_id", "no output with an answer to rate" + (" in both runs" if run_b else ""))
+
+    seed = data.seed if data.seed is not None else secrets.randbelow(2**31)
+    task = RatingTask(
+        name=data.name,
+        mode=data.mode,
+        run_id=run.id,
+        run_b_id=run_b.id if run_b else None,
+        rubric_id=rubric.id,
+        per_output=data.per_output,
+        show_reference=data.show_reference,
+        show_contexts=data.show_contexts,
+        seed=seed,
+        created_by=created_by,
+    )
+    repo.add(task)
+    repo.flush()
+    rater_ids = [users[name].id for name in data.raters]
+    given, seeds = assign(units, rater_ids, data.per_output, seed)
+    for uid in rater_ids:
+        if data.mode == "pointwise":
+            rater_for(session, uid)  # link the account's rater now, not on its first rating
+        repo.add(TaskRater(task_id=task.id, user_id=uid, order_seed=seeds[uid]))
+        sides = random.Random(seeds[uid] + 1)
+        for position, qid in enumerate(given[uid], start=1):
+            repo.add(
+                TaskItem(
+                    task_id=task.id,
+                    user_id=uid,
+                    position=position,
+                    question_id=qid,
+                    output_id=outputs_a[qid].id,
+                    output_b_id=outputs_b[qid].id if run_b else None,
+                    b_on_left=bool(sides.getrandbits(1)) if run_b else False,
+                    status="pending",
+                )
+            )
+    repo.flush()
+    return task_read(session, task)
+
+
+def _progress(items: list[TaskItem]) -> Counter[str]:
+    return Counter(i.status for i in items)
+
+
+def task_read(session: Session, task: RatingTask) -> TaskRead:
+    repo = TaskRepository(session)
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    items = repo.items(task.id)
+    by_user: dict[int, list[TaskItem]] = {}
+    for it in items:
+        by_user.setdefault(it.user_id, []).append(it)
+    raters = []
+    for tr, user in repo.raters(task.id):
+        mine = by_user.get(user.id, [])
+        c = _progress(mine)
+        raters.append(
+            RaterProgress(
+                name=user.name,
+                order_seed=tr.order_seed,
+                assigned=len(mine),
+                rated=c["rated"],
+                skipped=c["skipped"],
+                flagged=c["flagged"],
+                pending=c["pending"],
+            )
+        )
+    created = task.created_at if task.created_at.tzinfo else task.created_at.replace(tzinfo=UTC)
+    return TaskRead(
+        id=task.id,
+        name=task.name,
+        mode=task.mode,
+        run_id=task.run_id,
+        run_b_id=task.run_b_id,
+        rubric=rubric_read(rubric),
+        per_output=task.per_output,
+        show_reference=task.show_reference,
+        show_contexts=task.show_contexts,
+        seed=task.seed,
+        n_outputs=len({i.output_id for i in items}),
+        raters=raters,
+        created_at=created,
+    )
+
+
+def get_task(session: Session, task_id: int) -> RatingTask:
+    task = TaskRepository(session).get(task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    return task
+
+
+def read_task(session: Session, task_id: int) -> TaskRead:
+    return task_read(session, get_task(session, task_id))
+
+
+def list_tasks(session: Session, user_id: int | None = None) -> list[TaskRead]:
+    repo = TaskRepository(session)
+    tasks = repo.all() if user_id is None else repo.of_user(user_id)
+    return [task_read(session, t) for t in tasks]
+
+
+def _member_task(session: Session, task_id: int, user_id: int | None) -> RatingTask:
+    task = get_task(session, task_id)
+    if user_id is None or not TaskRepository(session).is_rater(task_id, user_id):
+        raise Forbidden(f"you are not a rater of task {task_id}")
+    return task
+
+
+def _shown_score(task: RatingTask, item: TaskItem, rating: Rating | None, rubric: Rubric) -> int | None:
+    if task.mode == "pairwise":
+        if item.preference is None:
+            return None
+        # Stored for run A vs run B; shown for left vs right.
+        return rubric.min_score + rubric.max_score - item.preference if item.b_on_left else item.preference
+    return rating.score if rating is not None else None
+
+
+def _own_ratings(
+    session: Session, task: RatingTask, user_id: int, items: list[TaskItem]
+) -> dict[int, Rating]:
+    if task.mode != "pointwise":
+        return {}
+    rater = AccountRepository(session).rater_of_user(user_id)
+    if rater is None:
+        return {}
+    rows = TaskRepository(session).ratings_of_outputs([i.output_id for i in items], [rater.id])
+    return {r.output_id: r for r in rows}
+
+
+def _next_position(items: list[TaskItem], after: int) -> int | None:
+    """The next pending item after ``after``, wrapping around, then the first skipped one; None when done."""
+    pending = [i.position for i in items if i.status == "pending"]
+    later = [p for p in pending if p > after]
+    if later or pending:
+        return (later or pending)[0]
+    skipped = [i.position for i in items if i.status == "skipped" and i.position != after]
+    return skipped[0] if skipped else None
+
+
+def queue(session: Session, task_id: int, user_id: int | None) -> Queue:
+    """The caller's own queue, in their order, with their own scores only."""
+    task = _member_task(session, task_id, user_id)
+    assert user_id is not None
+    repo = TaskRepository(session)
+    items = list(repo.items(task_id, user_id))
+    questions = repo.questions([i.question_id for i in items])
+    ratings = _own_ratings(session, task, user_id, items)
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    user = AccountRepository(session).user(user_id)
+    assert user is not None
+    entries = [
+        QueueEntry(
+            position=i.position,
+            question_id=questions[i.question_id].external_id,
+            question=questions[i.question_id].question,
+            status=i.status,
+            score=_shown_score(task, i, ratings.get(i.output_id), rubric),
+            flag_reason=i.flag_reason,
+        )
+        for i in items
+    ]
+    done = sum(1 for i in items if i.status in ("rated", "flagged"))
+    return Queue(
+        task_id=task.id,
+        task=task.name,
+        mode=task.mode,
+        rater=user.name,
+        total=len(items),
+        done=done,
+        next_position=_next_position(items, 0),
+        entries=entries,
+    )
+
+
+def _contexts(output: Output) -> list[Context]:
+    return [Context(rank=c.rank, text=c.text) for c in output.chunks]
+
+
+def item_view(session: Session, task_id: int, user_id: int | None, position: int) -> ItemView:
+    """One item of the caller's queue: what the task shows, never metric scores or other raters' ratings."""
+    task = _member_task(session, task_id, user_id)
+    assert user_id is not None
+    repo = TaskRepository(session)
+    items = list(repo.items(task_id, user_id))
+    item = next((i for i in items if i.position == position), None)
+    if item is None:
+        raise NotFound(f"your queue of task {task_id} has no position {position} (1..{len(items)})")
+    question = repo.questions([item.question_id])[item.question_id]
+    wanted = [item.output_id] + ([item.output_b_id] if item.output_b_id else [])
+    outputs = repo.outputs(wanted)
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    rating = _own_ratings(session, task, user_id, [item]).get(item.output_id)
+
+    def answer(output: Output, side: str) -> Answer:
+        return Answer(
+            side=side,
+            answer=output.answer or "",
+            contexts=_contexts(output) if task.show_contexts else None,
+        )
+
+    if task.mode == "pairwise":
+        assert item.output_b_id is not None
+        a, b = outputs[item.output_id], outputs[item.output_b_id]
+        left, right = (b, a) if item.b_on_left else (a, b)
+        answers = [answer(left, "left"), answer(right, "right")]
+    else:
+        answers = [answer(outputs[item.output_id], "single")]
+    earlier = [i.position for i in items if i.position < position]
+    return ItemView(
+        task_id=task.id,
+        task=task.name,
+        mode=task.mode,
+        position=position,
+        total=len(items),
+        done=sum(1 for i in items if i.status in ("rated", "flagged")),
+        status=item.status,
+        question_id=question.external_id,
+        question=question.question,
+        reference_answer=question.reference_answer if task.show_reference else None,
+        answers=answers,
+        rubric=rubric_read(rubric),
+        score=_shown_score(task, item, rating, rubric),
+        comment=(rating.comment if rating else None) if task.mode == "pointwise" else item.comment,
+        flag_reason=item.flag_reason,
+        prev_position=earlier[-1] if earlier else None,
+        next_position=_next_position(items, position),
+    )
+
+
+def act(
+    session: Session, task_id: int, user_id: int | None, position: int, action: ItemAction
+) -> ActionResult:
+    """Rate, skip or flag one item of the caller's queue; the rating is recorded under the caller's rater."""
+    task = _member_task(session, task_id, user_id)
+    assert user_id is not None
+    if task.mode == "pointwise":
+        lock_run(session, task.run_id)  # as every rating write: a concurrent re-import waits, or we do
+    repo = TaskRepository(session)
+    item = repo.item(task_id, user_id, position)
+    if item is None:
+        raise NotFound(f"your queue of task {task_id} has no position {position}")
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    rater = rater_for(session, user_id) if task.mode == "pointwise" else None
+    existing = repo.rating(item.output_id, rater.id) if rater else None
+    if action.action == "rate":
+        if action.score is None or not rubric.min_score <= action.score <= rubric.max_score:
+            raise _bad("score", f"give a score in {rubric.min_score}..{rubric.max_score} ({rubric.name})")
+        if task.mode == "pairwise":
+            item.preference = (
+                rubric.min_score + rubric.max_score - action.score if item.b_on_left else action.score
+            )
+            item.comment = action.comment
+        elif existing is None:
+            assert rater is not None
+            repo.add(
+                Rating(
+                    output_id=item.output_id,
+                    rater_id=rater.id,
+                    rubric_id=rubric.id,
+                    score=action.score,
+                    comment=action.comment,
+                )
+            )
+        else:
+            existing.score, existing.comment, existing.rubric_id = action.score, action.comment, rubric.id
+        item.status, item.flag_reason = "rated", None
+    elif action.action == "flag":
+        if not action.reason:
+            raise _bad("reason", "say why the output cannot be rated")
+        if existing is not None:
+            repo.delete(existing)
+        item.status, item.flag_reason, item.preference = "flagged", action.reason, None
+    elif item.status == "pending":
+        item.status = "skipped"
+    item.updated_at = datetime.now(UTC)
+    repo.flush()
+    items = list(repo.items(task_id, user_id))
+    return ActionResult(position=position, status=item.status, next_position=_next_position(items, position))
+
+
+def _estimate(est: float | None, low: float | None, high: float | None) -> Estimate:
+    return Estimate(estimate=est, ci_low=low, ci_high=high)
+
+
+def _scores(session: Session, task: RatingTask) -> tuple[list[str], dict[int, dict[str, int]]]:
+    """The task's raters (names) and their scores by unit (question id) and rater."""
+    repo = TaskRepository(session)
+    raters = repo.raters(task.id)
+    names = {u.id: u.name for _, u in raters}
+    items = repo.items(task.id)
+    outputs = {i.question_id: i.output_id for i in items}
+    scores: dict[int, dict[str, int]] = {}
+    if task.mode == "pairwise":
+        for i in items:
+            if i.preference is not None:
+                scores.setdefault(i.question_id, {})[names[i.user_id]] = i.preference
+        return sorted(names.values()), scores
+    accounts = AccountRepository(session)
+    rater_names = {}
+    for uid, name in names.items():
+        rater = accounts.rater_of_user(uid)
+        if rater is not None:
+            rater_names[rater.id] = name
+    by_output = {o: q for q, o in outputs.items()}
+    assigned = {(i.user_id, i.question_id) for i in items}
+    users_of = {name: uid for uid, name in names.items()}
+    for r in repo.ratings_of_outputs(list(by_output), list(rater_names)):
+        name, qid = rater_names[r.rater_id], by_output[r.output_id]
+        if (users_of[name], qid) in assigned:
+            scores.setdefault(qid, {})[name] = r.score
+    return sorted(names.values()), scores
+
+
+def _agreement(raters: list[str], scores: dict[int, dict[str, int]], rubric: Rubric) -> AgreementSummary:
+    units = sorted(scores)
+    empty = AgreementSummary(
+        raters=raters,
+        n_items=len(units),
+        n_items_used=0,
+        alpha_ordinal=None,
+        alpha_interval=None,
+        icc_a1=None,
+        icc_ak=None,
+        kappa_quadratic=None,
+        undefined_reason=None,
+    )
+    if len(raters) < 2:
+        return empty.model_copy(update={"undefined_reason": "agreement needs at least two raters"})
+    if sum(1 for u in units if len(scores[u]) >= 2) < 2:
+        return empty.model_copy(update={"undefined_reason": "fewer than two outputs rated by two raters yet"})
+    matrix = np.array([[scores[u].get(r, np.nan) for u in units] for r in raters], dtype=np.float64)
+    # Raters who each give one constant score make pingouin divide 0 by 0; the ICC is then undefined (NaN),
+    # which stats.agreement reports, so the warning is noise here.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = stats.agreement(matrix, raters, rubric.min_score, rubric.max_score, n_resamples=500)
+    alpha = res.alpha
+    icc = res.icc
+
+    def a(level: str) -> Estimate | None:
+        x = alpha.get(level)
+        return _estimate(x.estimate, x.ci_low, x.ci_high) if x else None
+
+    def i(kind: str) -> Estimate | None:
+        x = icc.get(kind)
+        return _estimate(x.estimate, x.ci_low, x.ci_high) if x else None
+
+    return AgreementSummary(
+        raters=raters,
+        n_items=res.n_items,
+        n_items_used=res.n_items_used,
+        alpha_ordinal=a("ordinal"),
+        alpha_interval=a("interval"),
+        icc_a1=i("ICC(A,1)"),
+        icc_ak=i("ICC(A,k)"),
+        kappa_quadratic=res.kappa_quadratic,
+        undefined_reason=res.icc_undefined_reason,
+    )
+
+
+def dashboard(session: Session, task_id: int, threshold: int) -> Dashboard:
+    """Progress per rater, outputs whose scores spread by at least ``threshold``, flags, agreement so far."""
+    task = get_task(session, task_id)
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    raters, scores = _scores(session, task)
+    repo = TaskRepository(session)
+    items = repo.items(task.id)
+    questions: dict[int, Question] = repo.questions(list({i.question_id for i in items}))
+    names = {u.id: u.name for _, u in repo.raters(task.id)}
+    disagreements = [
+        Disagreement(
+            question_id=questions[q].external_id,
+            question=questions[q].question,
+            scores=dict(sorted(s.items())),
+            spread=max(s.values()) - min(s.values()),
+        )
+        for q, s in scores.items()
+        if len(s) >= 2 and max(s.values()) - min(s.values()) >= threshold
+    ]
+    disagreements.sort(key=lambda d: (-d.spread, d.question_id))
+    flags = [
+        Flag(question_id=questions[i.question_id].external_id, rater=names[i.user_id], reason=i.flag_reason)
+        for i in items
+        if i.status == "flagged"
+    ]
+    return Dashboard(
+        task=task_read(session, task),
+        threshold=threshold,
+        agreement=_agreement(raters, scores, rubric),
+        disagreements=disagreements,
+        flagged=flags,
+    )
+
+
+POINTWISE_COLUMNS = ["question_id", "rater", "score", "rubric", "comment"]
+
+
+def export(session: Session, task_id: int) -> tuple[list[str], list[ExportRow]]:
+    """The columns and rows of the task's ratings: pointwise exactly what POST /runs/{id}/ratings imports;
+    pairwise adds run_a and run_b (scores for run A vs run B, low = A better)."""
+    task = get_task(session, task_id)
+    rubric = session.get(Rubric, task.rubric_id)
+    assert rubric is not None
+    _, scores = _scores(session, task)
+    questions = TaskRepository(session).questions(list(scores))
+    comments: dict[tuple[int, str], str | None] = {}
+    if task.mode == "pointwise":
+        for rating, output, rater, _ in RatingRepository(session).ratings_of_runs([task.run_id]):
+            comments[(output.question_id, rater.name)] = rating.comment
+    else:
+        names = {u.id: u.name for _, u in TaskRepository(session).raters(task.id)}
+        for i in TaskRepository(session).items(task.id):
+            comments[(i.question_id, names[i.user_id])] = i.comment
+    rows = []
+    for qid in sorted(scores, key=lambda q: questions[q].external_id):
+        for name, score in sorted(scores[qid].items()):
+            rows.append(
+                ExportRow(
+                    question_id=questions[qid].external_id,
+                    rater=name,
+                    score=score,
+                    rubric=rubric.name,
+                    comment=comments.get((qid, name)),
+                    run_a=task.run_id if task.mode == "pairwise" else None,
+                    run_b=task.run_b_id,
+                )
+            )
+    return POINTWISE_COLUMNS + (["run_a", "run_b"] if task.mode == "pairwise" else []), rows

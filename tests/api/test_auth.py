@@ -1,0 +1,302 @@
+"""Credentials: API keys (hashed, shown once, revocable), browser sessions (cookie flags, CSRF), login rate
+limiting, the open demo mode, and no secret in any answer, log, job or score."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select, text
+
+from app.main import create_app
+from app.settings import Settings
+from services.db import make_session_factory
+from services.models import ApiKey
+from tests.api.helpers import assert_envelope
+from tests.api.team import make_team
+from tests.conftest import issue_key
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def login(c: TestClient, name: str, key: str, *, csrf: str | None = None) -> Any:
+    page = c.get("/login")
+    assert page.status_code == 200
+    token = csrf if csrf is not None else page.text.split('name="csrf" value="')[1].split('"')[0]
+    return c.post("/login", data={"name": name, "key": key, "csrf": token}, follow_redirects=False)
+
+
+def test_no_credential_is_401_with_the_envelope(client: TestClient) -> None:
+    bare = TestClient(client.app)
+    r = bare.get("/datasets")
+    body = assert_envelope(r, 401, "Unauthorized")
+    assert r.headers["www-authenticate"] == "Bearer"
+    assert "Authorization: Bearer" in body["detail"]
+    assert bare.get("/healthz").status_code == 200  # health stays public for probes
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer nope",
+        "Bearer rgm_000000000000_forged",
+        "Bearer rgm_",
+        "Basic YWxpY2U6eA==",
+        "Bearer " + "x" * 5000,
+    ],
+)
+def test_bad_credentials(client: TestClient, header: str) -> None:
+    r = TestClient(client.app).get("/datasets", headers={"Authorization": header})
+    assert r.status_code == 401, r.text
+
+
+def test_key_is_shown_once_and_stored_as_argon2id(client: TestClient, engine: Engine) -> None:
+    r = client.post("/keys", json={"name": "alice", "role": "rater", "label": "laptop"})
+    assert r.status_code == 201, r.text
+    issued = r.json()
+    key = issued["key"]
+    assert key.startswith("rgm_") and issued["prefix"] in key
+    listed = client.get("/keys").json()
+    assert all("key" not in k for k in listed) and key not in str(listed)
+    with make_session_factory(engine)() as s:
+        stored = s.scalar(select(ApiKey.hash).where(ApiKey.prefix == issued["prefix"]))
+    assert stored is not None and stored.startswith("$argon2id$") and key not in stored
+    me = TestClient(client.app).get("/me", headers={"Authorization": f"Bearer {key}"}).json()
+    assert (me["name"], me["role"], me["via"]) == ("alice", "rater", "key")
+
+
+def test_revoked_key_and_inactive_account_stop_at_once(client: TestClient) -> None:
+    issued = client.post("/keys", json={"name": "alice", "role": "viewer"}).json()
+    bare = TestClient(client.app, headers={"Authorization": f"Bearer {issued['key']}"})
+    assert bare.get("/datasets").status_code == 200  # verified once, then remembered
+    assert client.delete(f"/keys/{issued['id']}").json()["revoked_at"] is not None
+    assert bare.get("/datasets").status_code == 401
+    other = client.post("/keys", json={"name": "alice"}).json()
+    bare.headers["Authorization"] = f"Bearer {other['key']}"
+    assert bare.get("/datasets").status_code == 200
+    user = next(u for u in client.get("/users").json() if u["name"] == "alice")
+    assert client.patch(f"/users/{user['id']}", json={"active": False}).status_code == 200
+    assert bare.get("/datasets").status_code == 401
+
+
+def test_key_for_existing_account_must_not_change_its_role(client: TestClient) -> None:
+    client.post("/keys", json={"name": "alice", "role": "rater"})
+    body = assert_envelope(client.post("/keys", json={"name": "alice", "role": "admin"}), 409)
+    assert "PATCH /users" in body["detail"]
+    body = assert_envelope(client.post("/keys", json={"name": "nobody"}), 422)
+    assert body["items"][0]["field"] == "role"
+    assert_envelope(client.post("/keys", json={"name": "bad name!", "role": "rater"}), 422)
+    assert_envelope(client.post("/users", json={"name": "x", "role": "superuser"}), 422)
+
+
+def test_login_sets_a_signed_httponly_samesite_cookie(client: TestClient) -> None:
+    key = issue_key(client.app, "alice", "rater")  # type: ignore[arg-type]
+    browser = TestClient(client.app, base_url="https://testserver")
+    r = login(browser, "alice", key)
+    assert r.status_code == 303 and r.headers["location"] == "/rate"
+    cookie = next(v for v in r.headers.get_list("set-cookie") if v.startswith("ragmeta_session="))
+    flags = [part.strip().lower() for part in cookie.split(";")]
+    assert "httponly" in flags and "samesite=lax" in flags and "secure" in flags and "path=/" in flags
+    assert any(f.startswith("max-age=") for f in flags)
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert key not in cookie and "." in value  # token.timestamp.signature
+    assert browser.get("/me").json()["via"] == "session"
+    # a tampered cookie is no session
+    tampered = TestClient(client.app, base_url="https://testserver")
+    tampered.cookies.set("ragmeta_session", value[:-2] + ("AA" if not value.endswith("AA") else "BB"))
+    assert tampered.get("/me").status_code == 401
+    # over plain http (the loopback demo) the cookie is not marked Secure
+    plain = login(TestClient(client.app), "alice", key)
+    cookie = next(v for v in plain.headers.get_list("set-cookie") if v.startswith("ragmeta_session="))
+    assert "secure" not in cookie.lower()
+
+
+def test_login_form_needs_its_csrf_token(client: TestClient) -> None:
+    key = issue_key(client.app, "alice", "rater")  # type: ignore[arg-type]
+    browser = TestClient(client.app)
+    r = login(browser, "alice", key, csrf="forged")
+    assert r.status_code == 403 and "did not come from this site" in r.text
+    # a form posted from elsewhere carries no login-csrf cookie at all
+    fresh = TestClient(client.app)
+    r = fresh.post("/login", data={"name": "alice", "key": key, "csrf": "x"}, follow_redirects=False)
+    assert r.status_code == 403 and "ragmeta_session" not in r.headers.get("set-cookie", "")
+
+
+def test_session_needs_csrf_on_unsafe_api_calls_and_forms(client: TestClient) -> None:
+    team = make_team(client)
+    browser = TestClient(client.app)
+    assert login(browser, "edith", team.keys["edith"]).status_code == 303
+    body = {"name": "r2", "system": {}}
+    r = browser.post(f"/datasets/{team.dataset}/runs", json=body)
+    assert_envelope(r, 403, "Forbidden")
+    assert "X-CSRF-Token" in r.json()["detail"]
+    assert (
+        browser.post(f"/datasets/{team.dataset}/runs", json=body, headers={"X-CSRF-Token": "no"}).status_code
+        == 403
+    )
+    token = browser.get("/me").json()["csrf_token"]
+    r = browser.post(f"/datasets/{team.dataset}/runs", json=body, headers={"X-CSRF-Token": token})
+    assert r.status_code == 201, r.text
+    # forms: the rating form and the sign-out form
+    rater = TestClient(client.app)
+    assert login(rater, "alice", team.keys["alice"]).status_code == 303
+    r = rater.post(f"/rate/{team.task}/1", data={"action": "rate", "score": "4", "csrf": "forged"})
+    assert r.status_code == 403
+    assert rater.get(f"/tasks/{team.task}/queue").json()["done"] == 0
+    r = rater.post("/logout", data={"csrf": "forged"}, follow_redirects=False)
+    assert r.status_code == 403 and rater.get("/me").status_code == 200
+    page = rater.get(f"/rate/{team.task}/1").text
+    csrf = page.split('name="csrf" value="')[1].split('"')[0]
+    r = rater.post("/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303
+    assert rater.get("/me").status_code == 401
+
+
+def test_login_attempts_are_rate_limited(client: TestClient, settings: Settings) -> None:
+    key = issue_key(client.app, "alice", "rater")  # type: ignore[arg-type]
+    browser = TestClient(client.app)
+    limit = settings.auth.login_max_failures
+    for _ in range(limit):
+        assert login(browser, "alice", "rgm_000000000000_wrong").status_code == 401
+    r = login(browser, "alice", key)  # even the right key is refused while locked
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert "Too many failed sign-ins" in r.text and "ragmeta_session" not in r.headers.get("set-cookie", "")
+    # another account from the same address is not locked by alice's failures (below the address limit)
+    issue_key(client.app, "bob", "rater")  # type: ignore[arg-type]
+    assert login(browser, "bob", "rgm_000000000000_wrong").status_code == 401
+    # the address limit: 4x the per-name limit, whatever names are tried
+    for i in range(4 * limit):
+        login(browser, f"guess{i}", "rgm_000000000000_wrong")
+    bob_key = issue_key(client.app, "bob", "rater")  # type: ignore[arg-type]
+    assert login(browser, "bob", bob_key).status_code == 429
+
+
+def test_lockout_ends_after_the_window(client: TestClient, settings: Settings, engine: Engine) -> None:
+    key = issue_key(client.app, "alice", "rater")  # type: ignore[arg-type]
+    browser = TestClient(client.app)
+    for _ in range(settings.auth.login_max_failures):
+        login(browser, "alice", "wrong")
+    assert login(browser, "alice", key).status_code == 429
+    window = settings.auth.login_window_s + 1
+    with engine.begin() as conn:  # age the failures instead of waiting
+        rows = conn.execute(text("SELECT id, at FROM login_failure")).all()
+        from datetime import timedelta
+
+        for row_id, at in rows:
+            at = at if not isinstance(at, str) else __import__("datetime").datetime.fromisoformat(at)
+            conn.execute(
+                text("UPDATE login_failure SET at = :at WHERE id = :id"),
+                {"at": at - timedelta(seconds=window), "id": row_id},
+            )
+    assert login(browser, "alice", key).status_code == 303
+
+
+def test_open_mode_answers_on_loopback_only(settings: Settings, engine: Engine) -> None:
+    s = settings.model_copy(deep=True)
+    s.auth.enabled = False
+    app = create_app(s)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as local:
+        assert local.get("/me").json() == {
+            "name": "open-demo",
+            "role": "admin",
+            "via": "open",
+            "csrf_token": None,
+        }
+        assert local.post("/datasets", json={"name": "x"}).status_code == 201
+    with TestClient(app, base_url="http://192.0.2.10:8000") as remote:
+        body = assert_envelope(remote.get("/datasets"), 503, "Unavailable")
+        assert "RAGMETA_AUTH__ENABLED" in body["detail"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::"])
+def test_refuses_to_start_open_on_a_non_loopback_address(host: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "RAGMETA_AUTH__ENABLED": "false",
+        "RAGMETA_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}",
+        "RAGMETA_DATA_DIR": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--host", host, "--port", "8399"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "RAGMETA_AUTH__ENABLED=true" in proc.stderr and "refusing to serve" in proc.stderr
+    assert "ragmeta serving" not in proc.stdout
+
+
+def test_open_demo_says_so_at_start_up(tmp_path: Path) -> None:
+    from app.cli import start_banner
+
+    s = Settings(auth={"enabled": False}, data_dir=tmp_path)  # type: ignore[arg-type]
+    assert "authentication is OFF" in start_banner(s, "127.0.0.1", 8000)
+    assert "authentication is OFF" not in start_banner(Settings(data_dir=tmp_path), "0.0.0.0", 8000)
+
+
+SENTINEL_JUDGE_KEY = "sk-SENTINEL-judge-4f1c9e"
+
+
+def test_no_secret_in_answers_logs_jobs_or_scores(
+    client: TestClient, caplog: pytest.LogCaptureFixture, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sentinel API key, a session cookie and a judge key sentinel are used everywhere a secret could leak;
+    none of them appears in any response body, log record, job row or score row."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_JUDGE_KEY)
+    team = make_team(client)
+    editor_key = team.keys["edith"]
+    secrets_ = [editor_key, editor_key.split("_", 2)[2], SENTINEL_JUDGE_KEY]
+    seen: list[str] = []
+
+    def call(method: str, url: str, **kw: Any) -> Any:
+        r = team.as_("edith", method, url, **kw)
+        seen.append(r.text)
+        return r
+
+    call("GET", "/me")
+    call("GET", f"/runs/{team.run}/ratings")
+    call("POST", f"/runs/{team.run}/ratings", json=[{"question_id": "q1", "rater": "ghost", "score": 9}])
+    call(
+        "POST",
+        f"/runs/{team.run}/ratings",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    call("POST", f"/runs/{team.run}/scoring-jobs", json={"metrics": ["classic.bleu"]})
+    call("GET", "/jobs")
+    call("GET", "/healthz")
+    call("GET", "/metrics")
+    call("GET", f"/tasks/{team.task}/dashboard")
+    # wrong, malformed and revoked variants of the sentinel
+    for bad in (editor_key + "x", editor_key[:-3], editor_key.replace("rgm_", "rgm__")):
+        r = TestClient(client.app).get("/datasets", headers={"Authorization": f"Bearer {bad}"})
+        seen.append(r.text)
+    browser = TestClient(client.app)
+    seen.append(login(browser, "edith", editor_key + "wrong").text)
+    ok = login(browser, "edith", editor_key)
+    seen.append(ok.text)
+    seen.append(browser.get(f"/tasks/{team.task}/dashboard.html").text)
+    # the worker runs the scoring job in this process (its logs are captured too)
+    from services.jobs.worker import JobContext, Worker
+
+    Worker(JobContext(client.app.state.session_factory, client.app.state.settings), worker_id="t").drain()  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        jobs = conn.execute(text("SELECT params, summary, error FROM job")).all()
+        scores = conn.execute(text("SELECT config, details, error FROM metric_score")).all()
+    assert jobs and scores
+    stored = " ".join(str(row) for row in [*jobs, *scores])
+    logs = "\n".join(f"{r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in caplog.records)
+    for secret in secrets_:
+        for where, blob in (("responses", "\n".join(seen)), ("logs", logs), ("database", stored)):
+            assert secret not in blob, f"a secret leaked into {where}"
