@@ -528,7 +528,7 @@ def print_issued(key: dict[str, Any]) -> None:
 
 
 def add_keys_command(p: argparse.ArgumentParser) -> None:
-    ks = p.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    ks = p.add_subparsers(dest="keys_command", required=True, metavar="ACTION", help="create, list or revoke")
     c = ks.add_parser("create", help="issue a key, creating the account with --role when it does not exist")
     c.add_argument("--name", required=True, help="the account's name")
     c.add_argument("--role", choices=["admin", "editor", "rater", "viewer"], help="for a new account")

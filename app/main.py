@@ -49,6 +49,7 @@ from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
+from services.tasks.schemas import ExportRow
 
 log = logging.getLogger("ragmeta")
 
@@ -64,6 +65,7 @@ EXTRA_SCHEMAS: list[type[Any]] = [
     RaterCreate,
     RatingIn,
     ExternalScoreIn,
+    ExportRow,
 ]
 
 DESCRIPTION = """\

@@ -138,6 +138,14 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
     )
 
 
+def open_mode(settings: Settings) -> Settings:
+    """The settings of the open demo mode, for servers on loopback whose clients (other processes, a browser,
+    plain HTTP clients) send no credential; authentication itself is tested in tests/api/test_auth.py."""
+    s = settings.model_copy(deep=True)
+    s.auth.enabled = False
+    return s
+
+
 def issue_key(app: FastAPI, name: str, role: Role | str = Role.admin) -> str:
     """A new API key for the account (created with ``role`` if missing), written straight to the store."""
     with session_scope(app.state.session_factory) as s:
@@ -170,10 +178,7 @@ def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
     """The app served by uvicorn on a loopback port in a background thread (real concurrency, real
     threadpool and event loop); yields its base URL."""
     port = free_port()
-    # Loopback only, so the open demo mode is allowed: these clients send no credential.
-    open_settings = settings.model_copy(deep=True)
-    open_settings.auth.enabled = False
-    config = uvicorn.Config(create_app(open_settings), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(create_app(open_mode(settings)), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="live-server", daemon=True)
     thread.start()
@@ -186,4 +191,4 @@ def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
     thread.join(30)
 
 
-__all__ = ["FIXTURES", "admin_client", "downgrade", "free_port", "issue_key"]
+__all__ = ["FIXTURES", "admin_client", "downgrade", "free_port", "issue_key", "open_mode"]

@@ -7,13 +7,14 @@ from typing import Any
 
 from app.main import create_app
 from app.settings import Settings
+from tests.conftest import open_mode
 from tests.integration.test_report_honesty import two_item_run
 from tests.integration.test_reports import study
 from tests.live import serve
 
 
 def test_report_page_and_api_docs_render_offline(settings: Settings, engine: Any, browser: Any) -> None:
-    app = create_app(settings)
+    app = create_app(open_mode(settings))  # the open demo on loopback: the browser signs in nowhere
     with serve(app) as url:
         import httpx
 

@@ -22,8 +22,9 @@ from playwright.sync_api import BrowserContext, Page, Route, sync_playwright
 
 from app.main import create_app
 from app.settings import Settings
-from tests.browser.live import serve
+from tests.browser.study import make_study
 from tests.conftest import issue_key
+from tests.live import serve
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
@@ -39,44 +40,6 @@ FLAGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 N = 8
-DOC = " ".join(f"La règle {i} s'applique aux clients du forfait {i}." for i in range(N))
-
-
-def _study(api: httpx.Client) -> tuple[int, int]:
-    ds = api.post("/datasets", json={"name": "browser", "language": "fr"}).json()["id"]
-    assert api.post(f"/datasets/{ds}/documents", json=[{"external_id": "d", "text": DOC}]).status_code == 200
-    questions = []
-    for i in range(N):
-        sentence = f"La règle {i} s'applique aux clients du forfait {i}."
-        start = DOC.index(sentence)
-        questions.append(
-            {
-                "external_id": f"q{i}",
-                "question": f"À qui s'applique la règle {i} ?",
-                "reference_answer": f"Aux clients du forfait {i}.",
-                "passages": [{"document_id": "d", "start": start, "end": start + len(sentence)}],
-            }
-        )
-    assert api.post(f"/datasets/{ds}/questions", json=questions).status_code == 200
-    run = api.post(f"/datasets/{ds}/runs", json={"name": "v1"}).json()["id"]
-    outputs = [
-        {
-            "question_id": f"q{i}",
-            "answer": f"La règle {i} concerne le forfait {i}.",
-            "retrieved": [
-                {"text": f"La règle {i} s'applique aux clients du forfait {i}."},
-                {"text": "Autre."},
-            ],
-        }
-        for i in range(N)
-    ]
-    assert api.post(f"/runs/{run}/outputs", json=outputs).status_code == 200
-    task = api.post(
-        "/tasks",
-        json={"name": "Étude v1", "run_id": run, "raters": ["alice", "bob"], "show_reference": True},
-    )
-    assert task.status_code == 201, task.text
-    return run, task.json()["id"]
 
 
 @pytest.fixture
@@ -139,7 +102,7 @@ def test_rater_rates_with_the_keyboard_in_chromium(
     blocked: list[str] = []
     started = datetime.now(UTC)
     with serve(app) as base, httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin}"}) as api:
-        run, task = _study(api)
+        run, task = make_study(api, N, ["alice", "bob"], show_reference=True)
         with sync_playwright() as p:
             ctx = _context(p, base, tmp_path / "alice-profile", blocked)
             page = ctx.new_page()

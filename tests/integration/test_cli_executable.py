@@ -20,6 +20,7 @@ import pytest
 from app.cli import build_parser
 from app.main import create_app
 from app.settings import Settings
+from tests.conftest import open_mode
 from tests.live import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ class Cli:
 
 @pytest.fixture
 def served(settings: Settings, engine: Any) -> Iterator[str]:
-    s = settings.model_copy(deep=True)
+    s = open_mode(settings)
     s.jobs.embedded_worker = True
     s.jobs.poll_interval_s = 0.05
     with serve(create_app(s)) as url:
@@ -180,7 +181,7 @@ def test_ctrl_c_leaves_the_job_running_and_says_how_to_follow_it(
     settings: Settings, engine: Any, tmp_path: Path
 ) -> None:
     # No worker: the job stays queued while the command follows it.
-    with serve(create_app(settings)) as url:
+    with serve(create_app(open_mode(settings))) as url:
         cli = Cli(url, tmp_path)
         with httpx.Client(base_url=url) as http:
             ds = http.post("/datasets", json={"name": "d"}).json()["id"]
