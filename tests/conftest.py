@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -173,12 +174,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Live:
+    """A served app: its base URL and the headers of an admin's API key (authentication is on)."""
+
+    url: str
+    headers: dict[str, str]
+
+
 @pytest.fixture
-def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
+def live_server(settings: Settings, engine: Engine) -> Iterator[Live]:
     """The app served by uvicorn on a loopback port in a background thread (real concurrency, real
-    threadpool and event loop); yields its base URL."""
+    threadpool and event loop), with authentication on; yields its URL and an admin's credential."""
     port = free_port()
-    config = uvicorn.Config(create_app(open_mode(settings)), host="127.0.0.1", port=port, log_level="warning")
+    app = create_app(settings)
+    headers = {"Authorization": f"Bearer {issue_key(app, 'live-admin')}"}
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="live-server", daemon=True)
     thread.start()
@@ -186,9 +197,9 @@ def live_server(settings: Settings, engine: Engine) -> Iterator[str]:
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
+    yield Live(f"http://127.0.0.1:{port}", headers)
     server.should_exit = True
     thread.join(30)
 
 
-__all__ = ["FIXTURES", "admin_client", "downgrade", "free_port", "issue_key", "open_mode"]
+__all__ = ["FIXTURES", "Live", "admin_client", "downgrade", "free_port", "issue_key", "open_mode"]

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import Live
+
 N_QUESTIONS = 40
 N_CLIENTS = 8
 HANG_GUARD_S = 120.0
@@ -21,9 +23,9 @@ HANG_GUARD_S = 120.0
 DOC = " ".join(f"Phrase {i} du document de test avec quelques mots." for i in range(200))
 
 
-def _seed(base: str) -> int:
+def _seed(live: Live) -> int:
     """A dataset of N_QUESTIONS questions, a run with one output each; returns the run id."""
-    with httpx.Client(base_url=base, timeout=HANG_GUARD_S) as c:
+    with httpx.Client(base_url=live.url, headers=live.headers, timeout=HANG_GUARD_S) as c:
         ds = c.post("/datasets", json={"name": "concurrency", "language": "fr"}).json()["id"]
         r = c.post(f"/datasets/{ds}/documents", json=[{"external_id": "d1", "title": "d", "text": DOC}])
         assert r.status_code == 200, r.text
@@ -60,18 +62,18 @@ def _ratings_csv(rater: str, score: int) -> bytes:
     return buf.getvalue().encode()
 
 
-async def _post_all(base: str, requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
-    async with httpx.AsyncClient(base_url=base, timeout=HANG_GUARD_S) as c:
+async def _post_all(live: Live, requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
+    async with httpx.AsyncClient(base_url=live.url, headers=live.headers, timeout=HANG_GUARD_S) as c:
         return await asyncio.gather(*(c.post(path, **kw) for path, kw in requests))
 
 
-def _ratings(base: str, run: int) -> list[dict[str, Any]]:
-    r = httpx.get(f"{base}/runs/{run}/ratings", timeout=HANG_GUARD_S)
+def _ratings(live: Live, run: int) -> list[dict[str, Any]]:
+    r = httpx.get(f"{live.url}/runs/{run}/ratings", headers=live.headers, timeout=HANG_GUARD_S)
     assert r.status_code == 200, r.text
     return list(r.json())
 
 
-def test_eight_rating_batches_into_one_run_each_row_once(live_server: str) -> None:
+def test_eight_rating_batches_into_one_run_each_row_once(live_server: Live) -> None:
     run = _seed(live_server)
     batches = [
         (
@@ -90,7 +92,7 @@ def test_eight_rating_batches_into_one_run_each_row_once(live_server: str) -> No
         assert r["score"] == 1 + (i + q) % 5
 
 
-def test_eight_identical_rating_batches_race_on_the_same_rows(live_server: str) -> None:
+def test_eight_identical_rating_batches_race_on_the_same_rows(live_server: Live) -> None:
     run = _seed(live_server)
     batches = [
         (
@@ -108,12 +110,14 @@ def test_eight_identical_rating_batches_race_on_the_same_rows(live_server: str) 
     assert len(winners) == 1
 
 
-def test_eight_output_batches_of_the_same_run(live_server: str) -> None:
+def test_eight_output_batches_of_the_same_run(live_server: Live) -> None:
     run = _seed(live_server)
     batches = [(f"/runs/{run}/outputs", {"json": _outputs(f"v{i + 1}")}) for i in range(N_CLIENTS)]
     answers = asyncio.run(_post_all(live_server, batches))
     assert [r.status_code for r in answers] == [200] * N_CLIENTS, [r.text for r in answers]
-    outputs = httpx.get(f"{live_server}/runs/{run}/outputs", timeout=HANG_GUARD_S).json()
+    outputs = httpx.get(
+        f"{live_server.url}/runs/{run}/outputs", headers=live_server.headers, timeout=HANG_GUARD_S
+    ).json()
     assert len(outputs) == N_QUESTIONS == len({o["question_id"] for o in outputs})
     tags = {o["answer"].split()[1] for o in outputs}
     assert len(tags) == 1  # one batch's answers, whole
@@ -121,11 +125,13 @@ def test_eight_output_batches_of_the_same_run(live_server: str) -> None:
 
 
 @pytest.mark.parametrize("writers", [N_CLIENTS])
-def test_mixed_writers_and_health_stay_answered(live_server: str, writers: int) -> None:
+def test_mixed_writers_and_health_stay_answered(live_server: Live, writers: int) -> None:
     run = _seed(live_server)
 
     async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
-        async with httpx.AsyncClient(base_url=live_server, timeout=HANG_GUARD_S) as c:
+        async with httpx.AsyncClient(
+            base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
+        ) as c:
             done = asyncio.Event()
 
             async def health() -> list[httpx.Response]:
@@ -151,22 +157,25 @@ def test_mixed_writers_and_health_stay_answered(live_server: str, writers: int) 
     assert probes and all(p.status_code == 200 for p in probes)
     # Outputs changed under the ratings: whatever ratings remain are on current answers, the others are in
     # history and the report counts them.
-    report = httpx.get(f"{live_server}/runs/{run}/report", timeout=HANG_GUARD_S).json()
+    report = httpx.get(
+        f"{live_server.url}/runs/{run}/report", headers=live_server.headers, timeout=HANG_GUARD_S
+    ).json()
     stored = _ratings(live_server, run)
     assert len({(r["question_id"], r["rater"]) for r in stored}) == len(stored)
     retired = [n for n in report["notes"] if "previous answer" in n]
     assert len(stored) == writers * N_QUESTIONS or retired
 
 
-def test_reports_in_worker_processes_equal_reports_in_threads(live_server: str, settings: Any) -> None:
-    from fastapi.testclient import TestClient
-
+def test_reports_in_worker_processes_equal_reports_in_threads(live_server: Live, settings: Any) -> None:
     from app.main import create_app
+    from tests.conftest import admin_client
 
     run = _seed(live_server)  # the served app computes reports in its threads (report_processes=0)
-    threads = httpx.get(f"{live_server}/runs/{run}/report", timeout=HANG_GUARD_S)
+    threads = httpx.get(
+        f"{live_server.url}/runs/{run}/report", headers=live_server.headers, timeout=HANG_GUARD_S
+    )
     in_processes = settings.model_copy(update={"report_processes": 1})
-    with TestClient(create_app(in_processes)) as c:
+    with admin_client(create_app(in_processes)) as c:
         processes = c.get(f"/runs/{run}/report")
         missing = c.get("/runs/999999/report")
         assert c.app.state.report_pool._executor is not None  # type: ignore[attr-defined]
