@@ -43,7 +43,23 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q / 100 * (len(values) - 1)))]
 
 
-def start_server(url: str, port: int, data_dir: Path, report_processes: int) -> subprocess.Popen[bytes]:
+def first_admin_key(env: dict[str, str]) -> dict[str, str]:
+    """An admin key issued the way a deployment gets its first one (it also migrates the database); the
+    clients send it as every team's clients would."""
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "keys", "create", "--local", "--role", "admin", "--name", "load"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {"Authorization": f"Bearer {out.splitlines()[-1].strip()}"}
+
+
+def start_server(
+    url: str, port: int, data_dir: Path, report_processes: int
+) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     env = {
         **os.environ,
         "RAGMETA_REPORT_PROCESSES": str(report_processes),
@@ -51,7 +67,9 @@ def start_server(url: str, port: int, data_dir: Path, report_processes: int) -> 
         "RAGMETA_DATA_DIR": str(data_dir),
         "RAGMETA_AUTO_MIGRATE": "true",
         "PYTHONPATH": str(ROOT),
+        "RAGMETA_AUTH__ENABLED": "true",
     }
+    headers = first_admin_key(env)
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     with open(data_dir / "server.log", "wb") as log:
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
@@ -59,7 +77,7 @@ def start_server(url: str, port: int, data_dir: Path, report_processes: int) -> 
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return proc
+                return proc, headers
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
@@ -77,8 +95,8 @@ def reset_postgres(url: str) -> None:
     engine.dispose()
 
 
-def seed(base: str) -> tuple[int, list[dict[str, Any]]]:
-    with httpx.Client(base_url=base, timeout=300) as c:
+def seed(base: str, headers: dict[str, str]) -> tuple[int, list[dict[str, Any]]]:
+    with httpx.Client(base_url=base, headers=headers, timeout=300) as c:
         ds = c.post("/datasets", json={"name": "load", "language": "fr"}).json()["id"]
         for kind in ("documents", "questions"):
             body = (DEMO / f"{kind}.jsonl").read_bytes()
@@ -124,7 +142,12 @@ async def one(
 
 
 async def load(
-    base: str, run: int, outputs: list[dict[str, Any]], clients: int, seconds: float
+    base: str,
+    headers: dict[str, str],
+    run: int,
+    outputs: list[dict[str, Any]],
+    clients: int,
+    seconds: float,
 ) -> dict[str, Any]:
     lat: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
@@ -132,7 +155,7 @@ async def load(
     ops, weights = zip(*WEIGHTS.items(), strict=True)
     stop = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients + 5, max_keepalive_connections=clients + 5)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as c:
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120, limits=limits) as c:
 
         async def client(i: int) -> None:
             rng = random.Random(i)
@@ -165,10 +188,12 @@ async def load(
     return {"lat": lat, "errors": errors, "other": other, "wall": wall}
 
 
-async def alone(base: str, run: int, outputs: list[dict[str, Any]], repeat: int = 5) -> dict[str, float]:
+async def alone(
+    base: str, headers: dict[str, str], run: int, outputs: list[dict[str, Any]], repeat: int = 5
+) -> dict[str, float]:
     """Each operation with no other client: the unloaded p50 the loaded figures are compared with."""
     out = {}
-    async with httpx.AsyncClient(base_url=base, timeout=120) as c:
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as c:
         rng = random.Random(0)
         for op in [*WEIGHTS, "healthz"]:
             times = []
@@ -187,12 +212,12 @@ def bench(name: str, url: str, port: int, clients: int, seconds: float, processe
     data_dir = Path(tempfile.mkdtemp(prefix=f"ragmeta-load-{name}-"))
     if url.startswith("postgresql"):
         reset_postgres(url)
-    proc = start_server(url, port, data_dir, processes)
+    proc, headers = start_server(url, port, data_dir, processes)
     try:
         base = f"http://127.0.0.1:{port}"
-        run, outputs = seed(base)
-        base_lat = asyncio.run(alone(base, run, outputs))
-        res = asyncio.run(load(base, run, outputs, clients, seconds))
+        run, outputs = seed(base, headers)
+        base_lat = asyncio.run(alone(base, headers, run, outputs))
+        res = asyncio.run(load(base, headers, run, outputs, clients, seconds))
         res["alone"] = base_lat
         return res
     finally:

@@ -1,8 +1,10 @@
 """Property-based API testing with schemathesis against the served app (loopback, a fresh SQLite store).
 
-Starts `uvicorn app.main:app` on a free port with a temporary database, seeds a small study (the test
-fixture `mini`: a dataset, its documents and questions, a run with outputs, raters and ratings) so that
-ids 1 exist, then runs every schemathesis check over every phase (examples, coverage, fuzzing, stateful).
+Issues an admin API key the way a deployment gets its first one (`ragmeta keys create --local`), starts
+`uvicorn app.main:app` on a free port with a temporary database and authentication on, seeds a small study
+(the test fixture `mini`: a dataset, its documents and questions, a run with outputs, raters and ratings) so
+that ids 1 exist, then runs every schemathesis check over every phase (examples, coverage, fuzzing,
+stateful), each request carrying the key as `Authorization: Bearer`.
 Exits with schemathesis' own status: 0 only when no server error and no response that breaks its schema
 was found (the one check left out is named below with its reason).
 
@@ -44,8 +46,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def seed(base: str) -> None:
-    with httpx.Client(base_url=base, timeout=120) as c:
+def first_admin_key(env: dict[str, str]) -> str:
+    """The documented path to a deployment's first key; it also migrates the fresh database."""
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "keys", "create", "--local", "--role", "admin", "--name", "fuzz"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.splitlines()[-1].strip()  # "key N for fuzz (admin), shown once ...", then the key
+
+
+def still_valid(base: str, headers: dict[str, str]) -> bool:
+    """Whether the fuzz key still works (an admin may revoke keys; the run would have gone on as 401s)."""
+    return httpx.get(f"{base}/me", headers=headers, timeout=30).status_code == 200
+
+
+def seed(base: str, headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as c:
         ds = c.post("/datasets", json={"name": "fuzz", "language": "fr"}).json()["id"]
         for kind in ("documents", "questions"):
             body = (MINI / f"{kind}.jsonl").read_bytes()
@@ -85,7 +105,9 @@ def main() -> int:
         "RAGMETA_AUTO_MIGRATE": "true",
         "RAGMETA_REPORT_PROCESSES": "1",
         "PYTHONPATH": str(ROOT),
+        "RAGMETA_AUTH__ENABLED": "true",
     }
+    headers = {"Authorization": f"Bearer {first_admin_key(env)}"}
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     with open(tmp / "server.log", "wb") as log:
         server = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -102,7 +124,7 @@ def main() -> int:
                 print((tmp / "server.log").read_text(), file=sys.stderr)
                 return 2
             time.sleep(0.3)
-        seed(base)
+        seed(base, headers)
         st = [
             str(Path(sys.executable).parent / "st"),
             "run",
@@ -129,6 +151,8 @@ def main() -> int:
             "--generation-deterministic",
             "--workers",
             "1",
+            "--header",
+            f"Authorization: {headers['Authorization']}",
         ]
         if args.report_dir:
             st += ["--report", "junit", "--report-dir", args.report_dir]
@@ -136,6 +160,9 @@ def main() -> int:
         errors = [line for line in (tmp / "server.log").read_text().splitlines() if "Traceback" in line]
         if errors:
             print(f"the server logged {len(errors)} traceback(s); see {tmp / 'server.log'}", file=sys.stderr)
+            code = code or 1
+        if not still_valid(base, headers):
+            print("the fuzz key was revoked or its account changed during the run", file=sys.stderr)
             code = code or 1
         return code
     finally:

@@ -50,10 +50,11 @@ def create_user(body: UserCreate, session: SessionDep, _: Admin) -> UserRead:
     return service.create_user(session, body)
 
 
-@router.patch("/users/{user_id}", response_model=UserRead, responses=responses(401, 403, 404, 422))
-def update_user(user_id: int, body: UserUpdate, session: SessionDep, _: Admin) -> UserRead:
-    """Change an account's role, or deactivate it (its keys and sessions stop working at once)."""
-    return service.update_user(session, user_id, body)
+@router.patch("/users/{user_id}", response_model=UserRead, responses=responses(401, 403, 404, 409, 422))
+def update_user(user_id: int, body: UserUpdate, session: SessionDep, admin: Admin) -> UserRead:
+    """Change an account's role, or deactivate it (its keys and sessions stop working at once). Admins
+    cannot demote or deactivate their own account (409): another admin does."""
+    return service.update_user(session, user_id, body, admin)
 
 
 @router.post("/keys", status_code=201, response_model=KeyIssued, responses=responses(401, 403, 409, 422))
@@ -69,7 +70,8 @@ def list_keys(session: SessionDep, _: Admin) -> list[KeyRead]:
     return service.list_keys(session)
 
 
-@router.delete("/keys/{key_id}", response_model=KeyRead, responses=responses(401, 403, 404))
-def revoke_key(key_id: int, session: SessionDep, _: Admin) -> KeyRead:
-    """Revoke a key; requests with it fail from now on."""
-    return service.revoke_key(session, key_id)
+@router.delete("/keys/{key_id}", response_model=KeyRead, responses=responses(401, 403, 404, 409))
+def revoke_key(key_id: int, session: SessionDep, admin: Admin) -> KeyRead:
+    """Revoke a key; requests with it fail from now on. The key making the request cannot revoke itself
+    (409): issue another key and revoke this one with it."""
+    return service.revoke_key(session, key_id, admin)

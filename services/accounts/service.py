@@ -117,10 +117,20 @@ def create_user(session: Session, data: UserCreate) -> UserRead:
     return user_read(user)
 
 
-def update_user(session: Session, user_id: int, data: UserUpdate) -> UserRead:
+def update_user(session: Session, user_id: int, data: UserUpdate, actor: Identity) -> UserRead:
+    """Change an account's role or state. Raises NotFound, and Conflict when admins would demote or
+    deactivate their own account: another admin must, so the service always keeps an admin who can act."""
     user = AccountRepository(session).user(user_id)
     if user is None:
         raise NotFound(f"account {user_id} does not exist")
+    if user.id == actor.user_id:
+        demoted = data.role is not None and data.role != Role.admin
+        if demoted or data.active is False:
+            field = "role" if demoted else "active"
+            raise Conflict(
+                "admins cannot demote or deactivate their own account (another admin can)",
+                [ItemError(None, field, "this is the calling account")],
+            )
     if data.role is not None:
         user.role = data.role.value
     if data.active is not None:
@@ -160,11 +170,18 @@ def list_keys(session: Session) -> list[KeyRead]:
     return [key_read(k, u) for k, u in AccountRepository(session).all_keys()]
 
 
-def revoke_key(session: Session, key_id: int) -> KeyRead:
+def revoke_key(session: Session, key_id: int, actor: Identity) -> KeyRead:
+    """Revoke a key. Raises NotFound, and Conflict for the key making the request (revoke it with another
+    key), so that admins cannot lock themselves out by mistake."""
     repo = AccountRepository(session)
     key = repo.key(key_id)
     if key is None:
         raise NotFound(f"key {key_id} does not exist")
+    if key.id == actor.key_id:
+        raise Conflict(
+            f"key {key_id} is the key making this request; issue another key and revoke this one with it",
+            [ItemError(None, "key_id", "the calling key")],
+        )
     if key.revoked_at is None:
         key.revoked_at = _now()
         repo.flush()
@@ -173,25 +190,32 @@ def revoke_key(session: Session, key_id: int) -> KeyRead:
     return key_read(key, user)
 
 
-def _identity(user: User, via: str, session_token: str | None = None) -> Identity:
+def _identity(user: User, via: str, session_token: str | None = None, key_id: int | None = None) -> Identity:
     return Identity(
         user_id=user.id,
         name=user.name,
         role=Role(user.role),
         via=via,  # type: ignore[arg-type]
         session_token=session_token,
+        key_id=key_id,
     )
 
 
 def authenticate_key(session: Session, hasher: KeyHasher, key: str) -> Identity:
     """The identity of an API key. Raises Unauthorized, with a message that never repeats the key."""
-    user = key_user(session, hasher, key)
-    if user is None:
+    found = _valid_key(session, hasher, key)
+    if found is None:
         raise Unauthorized("the API key is not valid (unknown, revoked, or its account is inactive)")
-    return _identity(user, "key")
+    row, user = found
+    return _identity(user, "key", key_id=row.id)
 
 
 def key_user(session: Session, hasher: KeyHasher, key: str) -> User | None:
+    found = _valid_key(session, hasher, key)
+    return found[1] if found else None
+
+
+def _valid_key(session: Session, hasher: KeyHasher, key: str) -> tuple[ApiKey, User] | None:
     parts = key.split("_", 2)  # the secret part may contain "_" itself
     if len(parts) != 3 or f"{parts[0]}_" != KEY_PREFIX or len(key) > 200:
         return None
@@ -201,7 +225,7 @@ def key_user(session: Session, hasher: KeyHasher, key: str) -> User | None:
     row, user = found
     if row.revoked_at is not None or not user.active or not hasher.verify(row.hash, key):
         return None
-    return user
+    return row, user
 
 
 def open_session(session: Session, user_id: int, hours: float) -> str:

@@ -85,6 +85,24 @@ def test_revoked_key_and_inactive_account_stop_at_once(client: TestClient) -> No
     assert bare.get("/datasets").status_code == 401
 
 
+def test_admins_cannot_lock_themselves_out(client: TestClient) -> None:
+    me = next(u for u in client.get("/users").json() if u["name"] == "admin")  # the client's own account
+    mine = next(k for k in client.get("/keys").json() if k["user"] == "admin")
+    for change, field in (({"role": "editor"}, "role"), ({"active": False}, "active")):
+        body = assert_envelope(client.patch(f"/users/{me['id']}", json=change), 409, "Conflict")
+        assert body["items"][0]["field"] == field
+    body = assert_envelope(client.delete(f"/keys/{mine['id']}"), 409, "Conflict")
+    assert body["items"][0]["field"] == "key_id"
+    assert client.get("/me").json()["role"] == "admin"  # nothing changed
+    # what stays allowed: a change that keeps the caller an active admin, and another admin doing it
+    assert client.patch(f"/users/{me['id']}", json={"role": "admin", "active": True}).status_code == 200
+    other = client.post("/keys", json={"name": "root2", "role": "admin"}).json()
+    second = TestClient(client.app, headers={"Authorization": f"Bearer {other['key']}"})
+    assert second.delete(f"/keys/{mine['id']}").status_code == 200
+    assert client.get("/me").status_code == 401
+    assert second.patch(f"/users/{me['id']}", json={"role": "viewer"}).json()["role"] == "viewer"
+
+
 def test_key_for_existing_account_must_not_change_its_role(client: TestClient) -> None:
     client.post("/keys", json={"name": "alice", "role": "rater"})
     body = assert_envelope(client.post("/keys", json={"name": "alice", "role": "admin"}), 409)
