@@ -255,11 +255,16 @@ def _num(x: float) -> str:
     return f"{x:.2f}".replace("-0.00", "0.00")
 
 
-def _fmt(e: Estimate | None) -> str:
+# The dashboard page prints agreement intervals from this many outputs rated by two raters: with 3 items an
+# ICC interval ran from -1.85 to 0.96 and a bootstrap alpha interval ended at its estimate (noise, not news).
+INTERVALS_FROM = 10
+
+
+def _fmt(e: Estimate | None, with_interval: bool = True) -> str:
     if e is None or e.estimate is None:
         return "undefined"
     lo, hi = e.ci_low, e.ci_high
-    if lo is None or hi is None:
+    if lo is None or hi is None or not with_interval:
         return _num(e.estimate)
     # With a handful of items pingouin's F-based ICC intervals can come out inverted or not containing the
     # estimate; such an interval says nothing, so the page says so instead of printing it.
@@ -279,4 +284,4 @@ def dashboard_page(
     me = _signed_in(identity, READERS)
     d = tasks.dashboard(session, task_id, threshold)
     now = datetime.now(UTC).strftime("%H:%M:%S UTC")
-    return _page(request, "dashboard.html", me, d=d, fmt=_fmt, now=now)
+    return _page(request, "dashboard.html", me, d=d, fmt=_fmt, now=now, intervals_from=INTERVALS_FROM)

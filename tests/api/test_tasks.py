@@ -339,6 +339,11 @@ def test_dashboard_agreement_and_export(client: TestClient) -> None:
         len(client.get(f"/tasks/{team.task}/dashboard", params={"threshold": 1}).json()["disagreements"]) == 2
     )
     assert_envelope(client.get(f"/tasks/{team.task}/dashboard", params={"threshold": 0}), 422)
+    # the page prints no interval from 5 outputs (the JSON above has them), and says why
+    page = client.get(f"/tasks/{team.task}/dashboard.html").text
+    alpha_row = page.split("Krippendorff's α (ordinal)</th><td>")[1].split("</td>")[0]
+    assert "[" not in alpha_row and "too few for a useful interval" in page
+    assert d["agreement"]["alpha_ordinal"]["ci_low"] is not None
     # export: JSON and CSV in the import's format; importing it back changes nothing
     rows = client.get(f"/tasks/{team.task}/export").json()
     assert len(rows) == 10 and rows[0]["rubric"] == "default-1-5"
