@@ -1629,8 +1629,10 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
     ssj = n * float(((x.mean(axis=0) - grand) ** 2).sum())
     sse = float(((x - grand) ** 2).sum()) - ssb - ssj
     df1, df1kd, df2kd = n - 1, n * (k - 1), (n - 1) * (k - 1)
-    msb, msj, mse = ssb / df1, ssj / (k - 1), sse / df2kd
-    msw = (ssj + sse) / df1kd
+    # numpy floats: perfect agreement gives mse = 0, and the divisions below must give inf/nan (no interval),
+    # not a ZeroDivisionError.
+    msb, msj, mse = np.float64(ssb) / df1, np.float64(ssj) / (k - 1), np.float64(sse) / df2kd
+    msw = (np.float64(ssj) + sse) / df1kd
     q = 1 - (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         f1k, f3k = msb / msw, msb / mse

@@ -438,6 +438,16 @@ def test_agreement_on_identical_constant_ratings_is_undefined() -> None:
     assert res.attenuation_ceiling is None
 
 
+def test_perfect_agreement_has_an_icc_of_one_and_no_interval() -> None:
+    # Two raters giving the same varied scores: the residual mean square is 0, so the F-based intervals are
+    # undefined (they used to raise ZeroDivisionError, a 500 on a task dashboard with perfect agreement).
+    m = np.array([[1, 2, 2, 3, 5, 4], [1, 2, 2, 3, 5, 4]], dtype=float)
+    res = agreement(m, ["a", "b"], 1, 5, n_resamples=20)
+    assert res.icc["ICC(A,1)"].estimate == pytest.approx(1.0)
+    assert res.icc["ICC(C,k)"].estimate == pytest.approx(1.0)
+    assert res.icc["ICC(C,1)"].ci_low is None and res.icc["ICC(C,1)"].ci_high is None
+
+
 # ------------------------------------------------------------------------ 6. preference and system level
 
 LAB1 = [2, 1, 0, -1, -2, 1, 0, 2]
