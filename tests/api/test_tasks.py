@@ -201,6 +201,13 @@ def test_a_rater_cannot_read_or_change_another_raters_ratings(client: TestClient
         ("GET", f"/rate/{other}/1", {}),
     ):
         assert team.as_("bob", method, url, **kw).status_code == 403, url
+    # the undo routes: deleting alice's ratings (or anything of the run) is not his to do
+    for url, params in (
+        (f"/runs/{team.run}/ratings", {"rater": "alice"}),
+        (f"/runs/{team.run}", {"cascade": "true"}),
+        (f"/datasets/{team.dataset}", {"cascade": "true"}),
+    ):
+        assert team.as_("bob", "DELETE", url, params=params).status_code == 403, url
     alice_after = {k: v for k, v in ratings(team).items() if k[1] == "alice"}
     assert alice_after == alice_before
     assert {k[1] for k in ratings(team)} == {"alice", "bob"}

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from tests import studydata
+from tests.conftest import Live
 
 N_CLIENTS = 8
 HANG_GUARD_S = 120.0
@@ -42,18 +43,20 @@ def _import(run: str, dataset: str = "shop") -> tuple[str, dict[str, Any]]:
     return "/studies/import", {"files": files, "data": {"dataset": dataset, "run": run}}
 
 
-async def _post_all(base: str, requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
-    async with httpx.AsyncClient(base_url=base, timeout=HANG_GUARD_S) as c:
+async def _post_all(live: Live, requests: list[tuple[str, dict[str, Any]]]) -> list[httpx.Response]:
+    async with httpx.AsyncClient(base_url=live.url, headers=live.headers, timeout=HANG_GUARD_S) as c:
         return await asyncio.gather(*(c.post(path, **kw) for path, kw in requests))
 
 
-def _get(base: str, path: str) -> Any:
-    r = httpx.get(f"{base}{path}", params={"include_text": True}, timeout=HANG_GUARD_S)
+def _get(live: Live, path: str) -> Any:
+    r = httpx.get(
+        f"{live.url}{path}", params={"include_text": True}, headers=live.headers, timeout=HANG_GUARD_S
+    )
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def test_eight_imports_into_one_new_dataset(live_server: str) -> None:
+def test_eight_imports_into_one_new_dataset(live_server: Live) -> None:
     answers = asyncio.run(_post_all(live_server, [_import(f"run-{i}") for i in range(N_CLIENTS)]))
     assert [r.status_code for r in answers] == [201] * N_CLIENTS, [r.text for r in answers]
     bodies = [r.json() for r in answers]
@@ -74,7 +77,7 @@ def test_eight_imports_into_one_new_dataset(live_server: str) -> None:
         assert {o["answer"].rsplit("(", 1)[1] for o in outputs} == {body["run"]["name"] + ")"}
 
 
-def test_eight_imports_racing_for_one_run_name(live_server: str) -> None:
+def test_eight_imports_racing_for_one_run_name(live_server: Live) -> None:
     # the dataset exists: the race is on the run's name only
     first = asyncio.run(_post_all(live_server, [_import("seed")]))[0]
     assert first.status_code == 201, first.text
@@ -89,7 +92,7 @@ def test_eight_imports_racing_for_one_run_name(live_server: str) -> None:
     assert sorted(r["name"] for r in runs) == ["same", "seed"]
 
 
-def test_imports_ratings_and_health_stay_answered(live_server: str) -> None:
+def test_imports_ratings_and_health_stay_answered(live_server: Live) -> None:
     seed = asyncio.run(_post_all(live_server, [_import("seed")]))[0]
     assert seed.status_code == 201, seed.text
     run = seed.json()["run"]["id"]
@@ -97,11 +100,13 @@ def test_imports_ratings_and_health_stay_answered(live_server: str) -> None:
     by_text = {q["question"]: q["external_id"] for q in _get(live_server, f"/datasets/{dataset}/questions")}
     ids = {it.question_id: by_text[it.question] for it in studydata.items()}
     ratings = [{**r, "question_id": ids[r["question_id"]]} for r in studydata.ratings()]
-    with httpx.Client(base_url=live_server, timeout=HANG_GUARD_S) as c:
+    with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as c:
         assert c.post("/raters", json=[{"name": "alice"}, {"name": "bob"}]).status_code == 200
 
     async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
-        async with httpx.AsyncClient(base_url=live_server, timeout=HANG_GUARD_S) as c:
+        async with httpx.AsyncClient(
+            base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
+        ) as c:
             done = asyncio.Event()
 
             async def health() -> list[httpx.Response]:
