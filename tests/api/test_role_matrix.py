@@ -92,6 +92,8 @@ POLICY: dict[str, set[str]] = {
     "delete_ratings": WRITE,
     "delete_scores": WRITE,
     "delete_job_results": WRITE,
+    # inline scoring spends judge calls: editors and admins, like scoring jobs
+    "score_samples": WRITE,
 }
 CALLERS = ["anonymous", "admin", "editor", "viewer", "alice", "carol"]
 ACCOUNT = {"editor": "edith", "viewer": "victor"}
