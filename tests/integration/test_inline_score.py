@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from services.config import JudgeSettings, Settings
 from tests.api.helpers import assert_envelope, load_mini
 from tests.api.test_outputs import make_run
+from tests.conftest import Live
 from tests.fakellm import FakeLLM
 from tests.integration.judges.helpers import score
 from tests.integration.test_scoring import rows_by_question
@@ -153,7 +154,7 @@ def test_a_judge_metric_without_a_judge_is_422(client: TestClient) -> None:
 
 
 def test_concurrent_requests_are_all_served_within_the_judge_bound(
-    fake: FakeLLM, settings: Settings, live_server: str
+    fake: FakeLLM, settings: Settings, live_server: Live
 ) -> None:
     """A bounded loopback load: 12 clients at once, 2 samples each, 2 requests scored at a time."""
     fake.latency_s = 0.05
@@ -161,7 +162,7 @@ def test_concurrent_requests_are_all_served_within_the_judge_bound(
 
     def one(i: int) -> httpx.Response:
         samples = [_sample(answer=f"Réponse {i}-{j}.") for j in range(2)]  # distinct: no cache hit
-        with httpx.Client(base_url=live_server, timeout=120) as http:
+        with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=120) as http:
             return http.post(
                 "/score", json={"metrics": ["opik.hallucination"], "samples": samples, "language": "fr"}
             )

@@ -133,7 +133,7 @@ def test_int8_dense_search_in_the_service_returns_the_exact_results(
     results = []
     ds = 0
     for s in (int8_settings, exact_settings):
-        with TestClient(create_app(s)) as c:
+        with admin_client(create_app(s)) as c:
             ds = ds or indexed(c)
             results.append(
                 [

@@ -7,13 +7,13 @@ import time
 from typing import Any
 
 import psutil
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from app.main import create_app
 from services.config import JudgeSettings, Settings
 from tests.api.helpers import load_mini
 from tests.api.test_outputs import make_run
+from tests.conftest import admin_client
 from tests.integration.test_inline_score import ANSWERS, CONTEXTS
 from tests.judgefake import start_judge
 
@@ -27,7 +27,7 @@ def test_worker_processes_score_through_the_apps_gateway_and_stop_with_it(
         s.judge = JudgeSettings(base_url=fake.base_url, model="judge-model", timeout_s=5.0, max_concurrency=2)
         s.judge.language = "en"
         s.jobs.embedded_worker, s.jobs.worker_processes, s.jobs.poll_interval_s = True, 1, 0.05
-        with TestClient(create_app(s)) as client:
+        with admin_client(create_app(s)) as client:
             app: Any = client.app
             pids = app.state.worker_processes.pids
             assert len(pids) == 1 and app.state.worker is None
