@@ -2007,13 +2007,29 @@ class _PassFailKernel:
         return float(self.resample(counts)[0, j])
 
     def jackknife(self) -> FloatArray:
-        n = self.passed.size
-        out = np.empty((self.n_stats, n))
-        step = max(1, _DEFAULT_CHUNK_ELEMENTS // n)
-        for start in range(0, n, step):
-            left_out = np.arange(start, min(n, start + step))
-            counts = (np.arange(n)[None, :] != left_out[:, None]).astype(np.int64)
-            out[:, left_out] = self.resample(counts).T
+        """Leave-one-item-out AUC in closed form, O(n log n) (re-running every figure on n resamples of
+        n items was O(n^2): 38 s at 10,000 items). Only AUC has a BCa interval, which is all the jackknife
+        serves; the rows of the percentile figures are NaN.
+
+        Leaving out a pass at value s removes its u = (fails below s) + 1/2 (fails tied with s) from the
+        Mann-Whitney sum U, leaving out a fail its v = (passes above) + 1/2 (passes tied):
+        AUC(-pass) = (U - u) / ((P - 1) N), AUC(-fail) = (U - v) / (P (N - 1)).
+        """
+        g = self.ties.group
+        n_groups = self.ties.sizes.size
+        pos = np.bincount(g, weights=self.passed, minlength=n_groups)
+        neg = np.bincount(g, weights=1 - self.passed, minlength=n_groups)
+        p_tot, n_tot = float(pos.sum()), float(neg.sum())
+        neg_below = np.cumsum(neg) - neg
+        pos_above = p_tot - np.cumsum(pos)
+        u = (neg_below + 0.5 * neg)[g]
+        v = (pos_above + 0.5 * pos)[g]
+        big_u = float(np.dot(pos, neg_below + 0.5 * neg))
+        out = np.full((self.n_stats, g.size), np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[0] = np.where(
+                self.passed == 1, (big_u - u) / ((p_tot - 1) * n_tot), (big_u - v) / (p_tot * (n_tot - 1))
+            )
         return out
 
 

@@ -157,3 +157,19 @@ def test_undefined_cases() -> None:
     assert gappy.n == 10
     with pytest.raises(ValueError):
         pass_fail(A, H[:5], 4.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=5, max_size=40).filter(
+        lambda v: 2 <= sum(p for _, p in v) <= len(v) - 2
+    )
+)
+def test_jackknife_auc_equals_roc_auc_score_leaving_each_item_out(values: list[tuple[int, bool]]) -> None:
+    score = np.array([float(s) for s, _ in values])
+    passed = np.array([p for _, p in values])
+    jack = stats._PassFailKernel(score, passed).jackknife()
+    for i in range(score.size):
+        keep = np.arange(score.size) != i
+        assert jack[0, i] == pytest.approx(roc_auc_score(passed[keep], score[keep]), abs=1e-12)
+    assert np.isnan(jack[1:]).all()
