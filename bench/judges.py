@@ -966,11 +966,12 @@ def main() -> None:
         f"cpu {again['cpu']:.1f} s; gateway: {calls} calls asked, {hits} cache hits (RAGChecker reads its "
         f"checkpoints); {info2['failed']}/{info2['total']} failed"
     )
-    print(
-        f"service: wall {service.wall:.1f} s vs ideal {bench.ideal(service.requests):.1f} s: "
-        f"{service.wall / bench.ideal(service.requests):.2f} x ideal (efficiency "
-        f"{bench.ideal(service.requests) / service.wall:.2f})"
-    )
+    if bench.latency > 0:
+        print(
+            f"service: wall {service.wall:.1f} s vs ideal {bench.ideal(service.requests):.1f} s: "
+            f"{service.wall / bench.ideal(service.requests):.2f} x ideal (efficiency "
+            f"{bench.ideal(service.requests) / service.wall:.2f})"
+        )
     libs = [r for r in bench.rows if not r.sub and r is not service]
     if libs:
         total = sum(r.wall for r in libs)
@@ -978,6 +979,8 @@ def main() -> None:
         print(
             f"libraries one after the other: {total:.1f} s, {reqs} requests "
             f"(ideal {bench.ideal(reqs):.1f} s, efficiency {bench.ideal(reqs) / total:.2f})"
+            if bench.latency > 0
+            else f"libraries one after the other: {total:.1f} s, {reqs} requests"
         )
         print(
             f"service wall / sum of library walls = {service.wall:.1f} / {total:.1f} = "
