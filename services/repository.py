@@ -60,15 +60,13 @@ class Repository:
         self.session.execute(insert(model), list(rows))
         return []
 
-    def insert_returning_ids(self, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> list[int]:
-        """``insert_rows`` returning the new ids in the order of ``rows``."""
-        return [int(i) for i in self.insert_rows(model, rows, with_ids=True)]
 
-
-def _plain_params(
-    model: type[DeclarativeBase], table: Table, rows: Sequence[dict[str, Any]], dialect: Any
-) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Column names and one tuple of driver-ready values per row (defaults filled, bind processors run)."""
+def _batch_columns(
+    model: type[DeclarativeBase], table: Table, rows: Sequence[dict[str, Any]]
+) -> tuple[list[str], list[Any], dict[str, Any]]:
+    """What a batch writes: the attributes the rows give plus those with a default on the model (the primary
+    key only when given), their columns (attribute names may differ: start -> start_char), and the
+    defaults to fill in (scalars and zero-argument callables such as timestamps, as SQLAlchemy would)."""
     by_attr = {prop.key: prop.columns[0] for prop in model.__mapper__.column_attrs}
     pk = table.primary_key.columns.values()[0]
     present = {a for r in rows for a in r}
@@ -84,10 +82,16 @@ def _plain_params(
             fill[a] = default.arg
         elif default.is_callable:
             fill[a] = default.arg(None)
-    keys = [
-        a for a, col in by_attr.items() if (a in present or a in fill) and (col is not pk or a in present)
-    ]
-    procs = [by_attr[a].type._cached_bind_processor(dialect) for a in keys]
+    keys = [a for a in by_attr if a in present or a in fill]
+    return keys, [by_attr[a] for a in keys], fill
+
+
+def _plain_params(
+    model: type[DeclarativeBase], table: Table, rows: Sequence[dict[str, Any]], dialect: Any
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Column names and one tuple of driver-ready values per row (defaults filled, bind processors run)."""
+    keys, columns, fill = _batch_columns(model, table, rows)
+    procs = [col.type._cached_bind_processor(dialect) for col in columns]
     # Values shared by many rows (the batch's timestamp, a common JSON object) are converted once.
     done: dict[int, Any] = {}
     params = []
@@ -102,7 +106,7 @@ def _plain_params(
                 v = done[key]
             values.append(v)
         params.append(tuple(values))
-    return [by_attr[a].name for a in keys], params
+    return [col.name for col in columns], params
 
 
 def _copy_rows(
@@ -112,33 +116,15 @@ def _copy_rows(
     rows: Sequence[dict[str, Any]],
     with_ids: bool,
 ) -> list[int]:
-    mapper = model.__mapper__
-    # attribute name -> column (attribute names may differ from column names: start -> start_char)
-    by_attr = {prop.key: prop.columns[0] for prop in mapper.column_attrs}
+    keys, columns, fill = _batch_columns(model, table, rows)
     pk = table.primary_key.columns.values()[0]
-    attrs = [a for a, c in by_attr.items() if c is not pk]
     ids: list[int] = []
     if with_ids:
         seq = func.pg_get_serial_sequence(table.name, pk.name)
         ids = list(session.scalars(select(func.nextval(seq)).select_from(func.generate_series(1, len(rows)))))
-    present = {a for r in rows for a in r}
-    missing = present - set(by_attr)
-    if missing:
-        raise KeyError(f"unknown attribute(s) for {table.name}: {sorted(missing)}")
-    fill: dict[str, Any] = {}
-    for a in attrs:
-        col = by_attr[a]
-        default = col.default
-        if default is None or a in present:
-            continue
-        if default.is_scalar:
-            fill[a] = default.arg
-        elif default.is_callable:
-            fill[a] = default.arg(None)
-    keys = [a for a in attrs if a in present or a in fill]
-    is_json = [isinstance(by_attr[a].type, JSON) for a in keys]
-    columns = ([pk.name] if with_ids else []) + [by_attr[a].name for a in keys]
-    quoted = ", ".join(f'"{c}"' for c in columns)
+    is_json = [isinstance(col.type, JSON) for col in columns]
+    names = ([pk.name] if with_ids else []) + [col.name for col in columns]
+    quoted = ", ".join(f'"{c}"' for c in names)
     raw = session.connection().connection.driver_connection
     assert raw is not None
     with raw.cursor() as cur, cur.copy(f'COPY "{table.name}" ({quoted}) FROM STDIN') as copy:

@@ -664,9 +664,10 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                 "nothing was written",
                 [ItemError(None, "dataset", f"now taken by dataset {taken.id}")],
             )
-        [dataset_id] = repo.insert_returning_ids(
+        [dataset_id] = repo.insert_rows(
             Dataset,
             [{"name": snap.dataset_name, "language": snap.language, "description": None, "chunking": {}}],
+            with_ids=True,
         )
         created_ds = True
     if p.run_name is not None:
@@ -674,7 +675,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
 
     # Documents.
     new_docs = [d for d in p.documents if d.action == "create"]
-    new_ids = repo.insert_returning_ids(
+    new_ids = repo.insert_rows(
         Document,
         [
             {
@@ -686,6 +687,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             }
             for d in new_docs
         ],
+        with_ids=True,
     )
     for d, i in zip(new_docs, new_ids, strict=True):
         d.stored_id = i
@@ -699,7 +701,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
 
     # Questions and passages.
     new_qs = [q for q in p.questions if q.action == "create"]
-    q_ids = repo.insert_returning_ids(
+    q_ids = repo.insert_rows(
         Question,
         [
             {
@@ -713,6 +715,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             }
             for q in new_qs
         ],
+        with_ids=True,
     )
     for q, i in zip(new_qs, q_ids, strict=True):
         q.stored_id = i
@@ -756,7 +759,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
     if p.run_name is not None:
         k = max((len(o.chunks) for o in p.outputs), default=0)
         notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))]
-        [run_id] = repo.insert_returning_ids(
+        [run_id] = repo.insert_rows(
             Run,
             [
                 {
@@ -774,9 +777,10 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                     },
                 }
             ],
+            with_ids=True,
         )
         run_ref = RunRef(id=run_id, name=p.run_name)
-        out_ids = repo.insert_returning_ids(
+        out_ids = repo.insert_rows(
             Output,
             [
                 {
@@ -789,6 +793,7 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                 }
                 for o in p.outputs
             ],
+            with_ids=True,
         )
         chunk_rows = []
         score_rows = []
