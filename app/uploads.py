@@ -12,10 +12,11 @@ from services.errors import ItemError, MalformedInput, PayloadTooLarge
 from services.ingest import Format, Row, guess_format, parse_rows
 
 
-def _too_large(limit: int) -> PayloadTooLarge:
+def too_large(limit: int, field: str = "body") -> PayloadTooLarge:
+    what = "upload" if field == "body" else field
     return PayloadTooLarge(
-        f"upload exceeds the limit of {limit} bytes (setting RAGMETA_MAX_UPLOAD_BYTES)",
-        [ItemError(None, "body", f"more than {limit} bytes")],
+        f"{what} exceeds the limit of {limit} bytes (setting RAGMETA_MAX_UPLOAD_BYTES)",
+        [ItemError(None, field, f"more than {limit} bytes")],
     )
 
 
@@ -28,6 +29,10 @@ class Upload:
     field: str
 
     def rows(self) -> list[Row]:
+        """The batch's rows; 400 for a body of only whitespace (checked here: scanning up to the upload
+        limit is work for the thread, not the event loop)."""
+        if self.raw.isspace():
+            raise MalformedInput(f"{self.field} is empty", [ItemError(None, self.field, "no data")])
         return parse_rows(self.raw, self.fmt, self.field)
 
 
@@ -38,7 +43,7 @@ async def read_upload(
     too large, 415 for a format the endpoint does not read and 400 for an empty one."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
+        raise too_large(limit)
     ctype = request.headers.get("content-type", "")
     if ctype.startswith("multipart/form-data"):
         # The form owns spooled temporary files: close it as soon as the bytes are read.
@@ -50,7 +55,7 @@ async def read_upload(
                 )
             raw = await upload.read(limit + 1)
         if len(raw) > limit:
-            raise _too_large(limit)
+            raise too_large(limit)
         fmt = guess_format(upload.content_type, upload.filename)
         field = "file"
     else:
@@ -59,7 +64,7 @@ async def read_upload(
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise _too_large(limit)
+                raise too_large(limit)
             chunks.append(chunk)
         raw = b"".join(chunks)
         fmt = guess_format(ctype, None)
@@ -69,7 +74,7 @@ async def read_upload(
             f"this endpoint reads {', '.join(allowed)}, not {fmt}",
             [ItemError(None, field, f"{fmt} not accepted")],
         )
-    if not raw.strip():
+    if not raw:
         raise MalformedInput(f"{field} is empty", [ItemError(None, field, "no data")])
     return Upload(raw, fmt, field)
 

@@ -117,6 +117,11 @@ async def _build(request: Request, run_ids: list[int], params: ReportParams) -> 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
     report = await _build(request, run_ids, params)
+    # Encoding (JSON, CSV, Markdown) is CPU work that grows with the report: off the event loop.
+    return await anyio.to_thread.run_sync(_encode, report, run_ids, fmt)
+
+
+def _encode(report: ReportRead, run_ids: list[int], fmt: str) -> Response:
     if fmt == "csv":
         rows = report_rows(report)
         header = list(rows[0]) if rows else ["analysis", "metric"]

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from app.deps import SettingsDep, run_in_session
 from app.errors import responses
+from app.uploads import too_large
 from services.db import run_transaction
-from services.errors import InvalidItems, ItemError, MalformedInput, PayloadTooLarge
+from services.errors import InvalidItems, ItemError, MalformedInput
 from services.studies import service
 from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
 from services.validation import loc_to_field
@@ -35,10 +36,7 @@ async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | No
         return None
     raw = await upload.read(limit + 1)
     if len(raw) > limit:
-        raise PayloadTooLarge(
-            f"{field} exceeds the limit of {limit} bytes (setting RAGMETA_MAX_UPLOAD_BYTES)",
-            [ItemError(None, field, f"more than {limit} bytes")],
-        )
+        raise too_large(limit, field)
     return raw
 
 

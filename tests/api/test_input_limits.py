@@ -132,6 +132,32 @@ def test_a_csv_of_only_a_header_is_not_an_empty_batch(client: TestClient) -> Non
     assert_envelope(client.post(f"/runs/{run}/ratings", json=[]), 400, "MalformedInput")
 
 
+@pytest.mark.parametrize(
+    ("content", "ctype", "field", "says"),
+    [
+        (b"", "application/json", "body", "empty"),
+        (b" \n\t\r\n ", "application/x-ndjson", "body", "empty"),
+        (b"\n\n", "text/csv", "body", "empty"),
+        (b"  \n", None, "file", "empty"),
+        # refused by the request guard's JSON check before the endpoint reads it
+        (b" \n\t\r\n ", "application/json", "body", "not valid JSON"),
+    ],
+)
+def test_an_empty_or_blank_batch_is_a_400_naming_it(
+    client: TestClient, content: bytes, ctype: str | None, field: str, says: str
+) -> None:
+    ds = load_mini(client)
+    run = make_run(client, ds)
+    before = client.get(f"/runs/{run}/ratings").json()
+    if ctype is None:
+        resp = client.post(f"/runs/{run}/ratings", files={"file": ("r.csv", content, "text/csv")})
+    else:
+        resp = client.post(f"/runs/{run}/ratings", content=content, headers={"content-type": ctype})
+    body = assert_envelope(resp, 400, "MalformedInput")
+    assert body["items"][0]["field"] == field and says in body["detail"]
+    assert client.get(f"/runs/{run}/ratings").json() == before
+
+
 def test_timestamps_are_timezone_aware(client: TestClient) -> None:
     ds = load_mini(client)
     run = make_run(client, ds)

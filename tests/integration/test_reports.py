@@ -153,6 +153,30 @@ def test_csv_one_row_per_metric_and_analysis(client: TestClient) -> None:
     assert sum(",not computed," in line for line in lines) >= 38
 
 
+def test_report_encoding_runs_off_the_event_loop(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON, CSV and Markdown encodings of a report are CPU work: never on the event loop's thread."""
+    import asyncio
+
+    import app.routers.reports as reports_router
+
+    encode = reports_router._encode
+    on_loop: list[bool] = []
+
+    def spy(*args: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return encode(*args)
+
+    monkeypatch.setattr(reports_router, "_encode", spy)
+    _, run = study(client)
+    for fmt in ("json", "csv", "md"):
+        assert client.get(f"/runs/{run}/report", params={"format": fmt}).status_code == 200
+    assert on_loop == [False, False, False]
+
+
 def test_pooled_runs(client: TestClient) -> None:
     ds, run = study(client)
     run2 = client.post(f"/datasets/{ds}/runs", json={"name": "r2"}).json()["id"]
