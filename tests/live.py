@@ -3,11 +3,13 @@ that are separate processes: the browser, the `ragmeta` executable."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
+import httpx
 import uvicorn
 from fastapi import FastAPI
 
@@ -36,3 +38,25 @@ def serve(app: FastAPI) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+@asynccontextmanager
+async def health_probe(
+    client: httpx.AsyncClient, interval_s: float = 0.05
+) -> AsyncIterator[list[httpx.Response]]:
+    """GET /healthz every ``interval_s`` while the block runs; yields the list the answers are added to
+    (complete once the block has ended)."""
+    seen: list[httpx.Response] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            seen.append(await client.get("/healthz"))
+            await asyncio.sleep(interval_s)
+
+    task = asyncio.create_task(probe())
+    try:
+        yield seen
+    finally:
+        done.set()
+        await task

@@ -22,20 +22,14 @@ from playwright.sync_api import BrowserContext, Page, Route, sync_playwright
 
 from app.main import create_app
 from app.settings import Settings
+from tests.browser.conftest import CHROMIUM
+from tests.browser.conftest import FLAGS as BROWSER_FLAGS
 from tests.browser.study import make_study
 from tests.conftest import issue_key
 from tests.live import serve
 
-CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
+    *BROWSER_FLAGS,
     # Names other than 127.0.0.1 do not resolve: nothing can leave the machine even if a page asked.
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import Live
+from tests.live import health_probe
 
 N_QUESTIONS = 40
 N_CLIENTS = 8
@@ -132,25 +133,15 @@ def test_mixed_writers_and_health_stay_answered(live_server: Live, writers: int)
         async with httpx.AsyncClient(
             base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
         ) as c:
-            done = asyncio.Event()
-
-            async def health() -> list[httpx.Response]:
-                seen = []
-                while not done.is_set():
-                    seen.append(await c.get("/healthz"))
-                    await asyncio.sleep(0.05)
-                return seen
-
-            prober = asyncio.create_task(health())
-            jobs = []
-            for i in range(writers):
-                jobs.append(c.post(f"/runs/{run}/ratings", content=_ratings_csv(f"rater-{i}", i),
-                                   headers={"content-type": "text/csv"}))  # fmt: skip
-                jobs.append(c.post(f"/runs/{run}/outputs", json=_outputs(f"m{i}")))
-                jobs.append(c.get(f"/runs/{run}/report"))
-            answers = await asyncio.gather(*jobs)
-            done.set()
-            return list(answers), await prober
+            async with health_probe(c) as probes:
+                jobs = []
+                for i in range(writers):
+                    jobs.append(c.post(f"/runs/{run}/ratings", content=_ratings_csv(f"rater-{i}", i),
+                                       headers={"content-type": "text/csv"}))  # fmt: skip
+                    jobs.append(c.post(f"/runs/{run}/outputs", json=_outputs(f"m{i}")))
+                    jobs.append(c.get(f"/runs/{run}/report"))
+                answers = await asyncio.gather(*jobs)
+            return list(answers), probes
 
     answers, probes = asyncio.run(scenario())
     assert all(r.status_code == 200 for r in answers), [(r.request.url.path, r.text[:200]) for r in answers]

@@ -15,6 +15,7 @@ import httpx
 
 from tests import studydata
 from tests.conftest import Live
+from tests.live import health_probe
 
 N_CLIENTS = 8
 HANG_GUARD_S = 120.0
@@ -107,24 +108,14 @@ def test_imports_ratings_and_health_stay_answered(live_server: Live) -> None:
         async with httpx.AsyncClient(
             base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
         ) as c:
-            done = asyncio.Event()
-
-            async def health() -> list[httpx.Response]:
-                seen = []
-                while not done.is_set():
-                    seen.append(await c.get("/healthz"))
-                    await asyncio.sleep(0.05)
-                return seen
-
-            prober = asyncio.create_task(health())
-            jobs = []
-            for i in range(N_CLIENTS):
-                path, kw = _import(f"mixed-{i}")
-                jobs.append(c.post(path, **kw))
-                jobs.append(c.post(f"/runs/{run}/ratings", json=ratings))
-            answers = await asyncio.gather(*jobs)
-            done.set()
-            return list(answers), await prober
+            async with health_probe(c) as probes:
+                jobs = []
+                for i in range(N_CLIENTS):
+                    path, kw = _import(f"mixed-{i}")
+                    jobs.append(c.post(path, **kw))
+                    jobs.append(c.post(f"/runs/{run}/ratings", json=ratings))
+                answers = await asyncio.gather(*jobs)
+            return list(answers), probes
 
     answers, probes = asyncio.run(scenario())
     assert all(r.status_code in (200, 201) for r in answers), [
