@@ -423,6 +423,8 @@ class RatingTask(Timestamps, Base):
     seed: Mapped[int] = mapped_column(Integer)
     created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id", ondelete="SET NULL"))
 
+    rubric: Mapped[Rubric] = relationship()
+
 
 class TaskRater(Base):
     __tablename__ = "task_rater"

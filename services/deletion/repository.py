@@ -44,6 +44,13 @@ class DeletionRepository(Repository):
         return select(Run.id).where(Run.dataset_id == dataset_id)
 
     @staticmethod
+    def run(run_id: int) -> Select[Any]:
+        return select(Run.id).where(Run.id == run_id)
+
+    def run_ids_of(self, dataset_id: int) -> set[int]:
+        return set(self.session.scalars(self.runs_of(dataset_id)))
+
+    @staticmethod
     def outputs_of_runs(runs: Select[Any]) -> Select[Any]:
         return select(Output.id).where(Output.run_id.in_(runs.scalar_subquery()))
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.datasets.repository import DatasetRepository
 from services.deletion.repository import DeletionRepository
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
-from services.models import Dataset, Job, MetricScore, MetricScoreHistory, Rating, RatingHistory, Run
+from services.jobs.repository import JobRepository
+from services.models import Job, MetricScore, MetricScoreHistory, Rating, RatingHistory
 from services.runs.repository import RunRepository
 
 ACTIVE = ("queued", "running")
@@ -78,10 +79,10 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: P
     """Delete a dataset; with ``cascade`` also its documents, questions, passages, runs (outputs, chunks,
     ratings, scores), their jobs, its index state and index files. Raises NotFound, Conflict."""
     repo = DeletionRepository(session)
-    dataset = session.get(Dataset, dataset_id)
+    dataset = DatasetRepository(session).get(dataset_id)
     if dataset is None:
         raise NotFound(f"dataset {dataset_id} does not exist")
-    run_ids = set(session.scalars(repo.runs_of(dataset_id)))
+    run_ids = repo.run_ids_of(dataset_id)
     for rid in sorted(run_ids):  # in id order, as every writer locks runs, so no two deletes deadlock
         RunRepository(session).get_for_update(rid)
     jobs = _jobs_of(repo, run_ids, dataset_id)
@@ -132,7 +133,7 @@ def delete_run(session: Session, run_id: int, cascade: bool) -> DeleteReport:
     total: Counter[str] = Counter()
     _merge(total, repo.delete_outputs(outputs))
     _merge(total, repo.delete_jobs([j.id for j in jobs]))
-    total["run"] += repo.delete_run_rows(select(Run.id).where(Run.id == run_id))
+    total["run"] += repo.delete_run_rows(repo.run(run_id))
     return DeleteReport(deleted=what, rows=dict(total))
 
 
@@ -181,7 +182,7 @@ def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteRe
     """Delete what a job produced: a scoring job's metric scores; a generation job's outputs (those still
     holding the generated answer), with ``cascade`` their ratings and scores too. The job record stays."""
     repo = DeletionRepository(session)
-    job = session.get(Job, job_id)
+    job = JobRepository(session).get(job_id)
     if job is None:
         raise NotFound(f"job {job_id} does not exist")
     what = f"job {job_id} ({job.kind})"

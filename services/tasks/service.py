@@ -198,8 +198,7 @@ def _progress(items: list[TaskItem]) -> Counter[str]:
 
 def task_read(session: Session, task: RatingTask) -> TaskRead:
     repo = TaskRepository(session)
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     items = repo.items(task.id)
     by_user: dict[int, list[TaskItem]] = {}
     for it in items:
@@ -300,8 +299,7 @@ def queue(session: Session, task_id: int, user_id: int | None) -> Queue:
     items = list(repo.items(task_id, user_id))
     questions = repo.questions([i.question_id for i in items])
     ratings = _own_ratings(session, task, user_id, items)
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     user = AccountRepository(session).user(user_id)
     assert user is not None
     entries = [
@@ -344,8 +342,7 @@ def item_view(session: Session, task_id: int, user_id: int | None, position: int
     question = repo.questions([item.question_id])[item.question_id]
     wanted = [item.output_id] + ([item.output_b_id] if item.output_b_id else [])
     outputs = repo.outputs(wanted)
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     rating = _own_ratings(session, task, user_id, [item]).get(item.output_id)
 
     def answer(output: Output, side: str) -> Answer:
@@ -396,8 +393,7 @@ def act(
     item = repo.item(task_id, user_id, position)
     if item is None:
         raise NotFound(f"your queue of task {task_id} has no position {position}")
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     rater = rater_for(session, user_id) if task.mode == "pointwise" else None
     existing = repo.rating(item.output_id, rater.id) if rater else None
     if action.action == "rate":
@@ -518,8 +514,7 @@ def _agreement(raters: list[str], scores: dict[int, dict[str, int]], rubric: Rub
 def dashboard(session: Session, task_id: int, threshold: int) -> Dashboard:
     """Progress per rater, outputs whose scores spread by at least ``threshold``, flags, agreement so far."""
     task = get_task(session, task_id)
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     raters, scores = _scores(session, task)
     repo = TaskRepository(session)
     items = repo.items(task.id)
@@ -557,8 +552,7 @@ def export(session: Session, task_id: int) -> tuple[list[str], list[ExportRow]]:
     """The columns and rows of the task's ratings: pointwise exactly what POST /runs/{id}/ratings imports;
     pairwise adds run_a and run_b (scores for run A vs run B, low = A better)."""
     task = get_task(session, task_id)
-    rubric = session.get(Rubric, task.rubric_id)
-    assert rubric is not None
+    rubric = task.rubric
     _, scores = _scores(session, task)
     questions = TaskRepository(session).questions(list(scores))
     comments: dict[tuple[int, str], str | None] = {}
