@@ -15,6 +15,7 @@ from services.errors import NotFound
 from services.metrics import registry
 from services.reports.data import gather
 from services.reports.schemas import Corr, MetricItem, MetricItems
+from services.reports.service import corr_of
 from services.runs.repository import RunRepository
 
 ANSWER_CHARS = 400
@@ -86,17 +87,11 @@ def metric_items(
         metric_pct = _percentiles(oriented)
         for r, h, m in zip(paired, human_pct, metric_pct, strict=True):
             r.human_percentile, r.metric_percentile, r.disagreement = h, m, m - h
-        res = stats.pearson(
-            np.array([r.value for r in paired], dtype=np.float64),
-            np.array([r.human for r in paired], dtype=np.float64),
-        )
-        pearson = Corr(
-            estimate=res.estimate,
-            ci_low=res.ci_low,
-            ci_high=res.ci_high,
-            p_value=res.p_value,
-            ci_method=res.ci_method,
-            undefined_reason=res.undefined_reason or res.ci_undefined_reason,
+        pearson = corr_of(
+            stats.pearson(
+                np.array([r.value for r in paired], dtype=np.float64),
+                np.array([r.human for r in paired], dtype=np.float64),
+            )
         )
     rows.sort(key=lambda r: (r.disagreement is None, -abs(r.disagreement or 0.0), r.question_id, r.output_id))
     return MetricItems(

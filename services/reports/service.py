@@ -114,7 +114,8 @@ def agreement_block(
     return block
 
 
-def _corr(res: stats.CorrelationResult) -> Corr:
+def corr_of(res: stats.CorrelationResult) -> Corr:
+    """A correlation result as the report shows it; the reason covers an undefined interval too."""
     return Corr(
         estimate=res.estimate,
         ci_low=res.ci_low,
@@ -242,7 +243,7 @@ def _correlations(
 
 
 def _corr_of(res: stats.CorrelationResult) -> Corr:
-    c = _corr(res)
+    c = corr_of(res)
     if res.estimate is not None:
         c.p_method = res.p_method
     return c
