@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse  # type: ignore[import-untyped,unused-ignore]
 from numpy.typing import NDArray
 
+from .files import write_json_atomic
 from .results import ScoredChunk, corpus_fingerprint, scored, top_k
 from .text import Analyzer, get_analyzer
 
@@ -274,11 +275,7 @@ class BM25Index:
                 doc_lengths=self.doc_lengths,
             )
         os.replace(tmp.name, path / _ARRAYS_FILE)
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path, suffix=".json", delete=False
-        ) as tmpj:
-            json.dump(meta, tmpj, ensure_ascii=False)
-        os.replace(tmpj.name, path / _META_FILE)
+        write_json_atomic(path / _META_FILE, meta)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> BM25Index:

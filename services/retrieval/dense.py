@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..offline import apply_offline_env
+from .files import write_json_atomic
 from .quantized import Int8Index, int8_fingerprint
 from .results import ScoredChunk, corpus_fingerprint, scored, top_k
 
@@ -302,11 +303,7 @@ class DenseIndex:
             np.save(tmp, self.embeddings, allow_pickle=False)
         os.replace(tmp.name, path / _EMBEDDINGS_FILE)
         meta = {"format": FORMAT_VERSION, "model_path": self.model_path, "fingerprint": self.fingerprint}
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path, suffix=".json", delete=False
-        ) as tmpj:
-            json.dump(meta, tmpj)
-        os.replace(tmpj.name, path / _META_FILE)
+        write_json_atomic(path / _META_FILE, meta)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], *, mmap: bool = False) -> DenseIndex:

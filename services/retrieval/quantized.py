@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .files import write_json_atomic
+
 __all__ = ["Int8Index", "int8_fingerprint"]
 
 FORMAT_VERSION = 1
@@ -125,11 +127,7 @@ class Int8Index:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         meta = {"format": FORMAT_VERSION, "scale": self.scale, "fingerprint": self.fingerprint}
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path, suffix=".json", delete=False
-        ) as tmpj:
-            json.dump(meta, tmpj)
-        os.replace(tmpj.name, path / _META_FILE)
+        write_json_atomic(path / _META_FILE, meta)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Int8Index:
