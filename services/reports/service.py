@@ -44,7 +44,11 @@ TITLES = {
 
 
 def report_version(session: Session, run_ids: list[int]) -> tuple[object, ...]:
-    """What a cached report of these runs must match to be reused (see services.reports.cache)."""
+    """What a cached report of these runs must match to be reused (see services.reports.cache). Raises
+    NotFound for a run that does not exist: a report cached before its run was deleted is never served
+    (an empty run's data version is the same before and after its deletion)."""
+    for run_id in run_ids:
+        get_run(session, run_id)
     return RunRepository(session).data_version(run_ids)
 
 

@@ -230,3 +230,13 @@ def test_report_of_unrated_run_says_why(client: TestClient) -> None:
     assert report["agreement"]["undefined_reason"].startswith("agreement needs ratings")
     assert report["analyses"][0]["note"] == "no metric has a defined correlation in this analysis"
     assert client.get(f"/runs/{run}/report.png").status_code == 200
+
+
+def test_a_deleted_run_has_no_report_even_when_one_was_cached(client: TestClient) -> None:
+    ds = client.post("/datasets", json={"name": "gone", "language": "en"}).json()["id"]
+    run = client.post(f"/datasets/{ds}/runs", json={"name": "empty"}).json()["id"]
+    for path in (f"/runs/{run}/report", f"/runs/{run}/report.svg"):
+        assert client.get(path).status_code == 200  # computed and cached
+    assert client.delete(f"/runs/{run}").status_code == 200
+    for path in (f"/runs/{run}/report", f"/runs/{run}/report.svg", f"/report?runs={run}"):
+        assert client.get(path).status_code == 404, path
