@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import Any
 
 from app.settings import Settings, get_settings
 
@@ -121,6 +122,127 @@ def _worker(worker_id: str | None, once: bool) -> None:
         resources.close()
 
 
+# ------------------------------------------------- single-run estimates: human score from few ratings, judges
+
+
+def _num(x: object, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _estimate_text(est: dict[str, Any]) -> str:
+    ro = est["rated_only"]
+    lines = [
+        f"run {est['run_id']}: {est['n_rated']} of {est['n_outputs']} outputs rated; mean human score",
+        f"  {'(rated only)':<32} {ro['estimate']:.2f} [{ro['ci_low']:.2f}, {ro['ci_high']:.2f}]  width "
+        f"{ro['width']:.2f}  {est['rated_only_plan']['note']}",
+    ]
+    for r in est["metrics"]:
+        p = r["ppi"]
+        if p is None:
+            lines.append(f"  {r['metric']:<32} not computed: {r['undefined_reason']}")
+            continue
+        lines.append(
+            f"  {r['metric']:<32} {p['estimate']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]  width "
+            f"{p['width']:.2f} ({_num(r['width_ratio'])} x)  lambda {_num(r['lam'])}  {r['plan']['note']}"
+        )
+    lines.append(est["narrowest_note"])
+    lines += [f"warning ({w['scope']}): {w['message']}" for w in est["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def _sensitivity_text(res: dict[str, Any]) -> str:
+    def conf(c: dict[str, Any]) -> str:
+        return f"{c['id']} ({c['model']}, {c['endpoint']}, {c['language']})"
+
+    lines = [
+        f"a = {conf(res['a'])}",
+        f"b = {conf(res['b'])}",
+        "Pearson r with the raters under a / b, a - b [Zou]:",
+    ]
+    for r in res["metrics"]:
+        d = next(x for x in r["differences"] if x["method"] == "pearson")
+        ag = r["agreement"]
+        lines.append(
+            f"  {r['metric']:<32} n {r['n']:>4}  {_num(r['a']['pearson']['estimate'])} / "
+            f"{_num(r['b']['pearson']['estimate'])}  {_num(d['difference'])} [{_num(d['ci_low'])}, "
+            f"{_num(d['ci_high'])}]  scores a vs b r {_num(ag['pearson']['estimate'])}"
+        )
+    lines += [f"warning ({w['scope']}): {w['message']}" for w in res["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_estimate(c: Any, args: argparse.Namespace) -> None:
+    from app.client import _check
+
+    params: dict[str, Any] = {"k": args.k, "confidence": args.confidence}
+    if args.target_width is not None:
+        params["target_width"] = args.target_width
+    if args.format == "csv":
+        params["format"] = "csv"
+    resp = _check(c.get(f"/runs/{args.run}/estimate", params=params))
+    _emit(args, resp, _estimate_text)
+
+
+def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
+    from app.client import _check
+
+    if args.list:
+        resp = _check(c.get(f"/runs/{args.run}/judge-configurations"))
+        for conf in resp["configurations"]:
+            print(
+                f"{conf['id']}  {conf['model']}  {conf['endpoint']}  {conf['language']}  "
+                f"{len(conf['metrics'])} metrics, {conf['n_scores']} scores; reported: "
+                f"{', '.join(conf['reported']) or '-'}"
+            )
+        return
+    params = {k: v for k, v in (("a", args.a), ("b", args.b)) if v}
+    if args.format == "csv":
+        params["format"] = "csv"
+    resp = _check(c.get(f"/runs/{args.run}/judge-sensitivity", params=params))
+    _emit(args, resp, _sensitivity_text)
+
+
+def _emit(args: argparse.Namespace, resp: Any, text: Any) -> None:
+    import json
+
+    if args.format == "json":
+        print(json.dumps(resp, indent=2, ensure_ascii=False))
+    elif args.format == "csv":
+        print(resp.text, end="")
+    else:
+        print(text(resp), end="")
+
+
+def _add_estimate_commands(sub: Any, url: argparse.ArgumentParser) -> None:
+    formats = {"choices": ("text", "json", "csv"), "default": "text", "help": "output (default text)"}
+    p = sub.add_parser(
+        "estimate",
+        parents=[url],
+        help="a run's mean human score from its rated outputs and each metric (prediction-powered)",
+        description="The run's mean human score from the rated outputs and each metric on every output "
+        "(PPI++), beside the rated-only interval, and the ratings a target width needs.",
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--k", type=int, default=5, help="k of the retrieval metrics (default 5)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--target-width", type=float, default=None, help="interval width to plan ratings for")
+    p.add_argument("--format", **formats)
+    p.set_defaults(client=_cmd_estimate)
+    p = sub.add_parser(
+        "judge-sensitivity",
+        parents=[url],
+        help="the same judge metrics under two judge configurations: agreement with the raters under each",
+        description="Per judge metric scored under two judge configurations on the run: correlation with "
+        "the raters under each, the paired difference (Zou), and how the two configurations' scores agree.",
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--a", default=None, help="configuration id (see --list; default: the older of two)")
+    p.add_argument("--b", default=None, help="configuration id (default: the newer of two)")
+    p.add_argument("--list", action="store_true", help="list the run's judge configurations and exit")
+    p.add_argument("--format", **formats)
+    p.set_defaults(client=_cmd_judge_sensitivity)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from app import client
 
@@ -165,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--id", default=None, help="worker id shown in job items (default: random)")
     w.add_argument("--once", action="store_true", help="exit when no work is left")
     client.add_commands(sub, url)
+    _add_estimate_commands(sub, url)
     return parser
 
 

@@ -21,6 +21,7 @@ from app.routers import (
     accounts,
     datasets,
     deletion,
+    estimates,
     generation,
     health,
     home,
@@ -146,7 +147,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route
     # (accounts, ratings, tasks, web) or are public (health, static files).
     by_method = [Depends(access(read=READERS, write=WRITERS))]
-    for module in (datasets, retrieval, generation, runs, scores, scoring, reports, jobs, studies, deletion):
+    for module in (
+        datasets,
+        retrieval,
+        generation,
+        runs,
+        scores,
+        scoring,
+        reports,
+        estimates,
+        jobs,
+        studies,
+        deletion,
+    ):
         app.include_router(module.router, dependencies=by_method)
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)

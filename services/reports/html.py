@@ -73,7 +73,9 @@ def render(
     svg: str,
     links: dict[str, str],
     metric_href: Callable[[str], str] | None = None,
+    extra_sections: str = "",
 ) -> str:
+    """The page; ``extra_sections`` (HTML) go after the analyses (the single-run estimates)."""
     runs = text.runs_label(report)
     parts = [f"<h1>Which metrics track your raters? — {escape(runs)}</h1>", _warnings(report)]
     for note in report.notes:
@@ -171,6 +173,7 @@ def render(
             )
             parts.append(f"<tr><td>{escape(t.type)}</td><td>{t.n_items}</td>{cells}</tr>")
         parts.append("</table>")
+    parts.append(extra_sections)
     return _page(f"ragmeta report — {runs}", parts)
 
 

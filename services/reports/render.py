@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.reports import figure, html
 from services.reports.drilldown import metric_items
+from services.reports.estimate_render import page_sections
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report
 
@@ -64,7 +65,11 @@ def items_href(run_ids: list[int], metric: str) -> str:
 def page(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
     svg = figure.render(rep, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
-    return html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric))
+    extra = ""
+    if len(run_ids) == 1:
+        # Single-run sections: the human score from few ratings (PPI) and judge sensitivity.
+        extra = page_sections(session, settings, run_ids[0], int(rep.filters.get("k") or 5))
+    return html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric), extra)
 
 
 def items(
