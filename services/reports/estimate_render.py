@@ -92,11 +92,13 @@ def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
         )
     parts.append("</table></div>")
     if est.not_computed:
+        # The analyses above list them by name; here only how many and why.
         groups = text.not_computed_groups(est.not_computed)
         parts.append(
-            "<p class='muted'>Not computed: "
-            + "; ".join(f"{escape(reason)}: {escape(', '.join(names))}" for reason, names in groups)
-            + "</p>"
+            f"<p class='muted'>{len(est.not_computed)} catalogue metrics have no scores on this run and "
+            "predict nothing here: "
+            + "; ".join(f"{len(names)} {escape(reason)}" for reason, names in groups)
+            + ".</p>"
         )
     parts.append(
         f"<p class='muted'>Method: {escape(est.method)} Assumptions: "
@@ -137,8 +139,8 @@ def sensitivity_section(res: JudgeSensitivity | None, why: str | None = None) ->
         "scored; Δ = oriented coefficient under a − under b (positive: a agrees better with the raters).</p>",
         _warnings(res.warnings),
         "<div class='wide'><table class='analysis' id='table-sensitivity'><tr><th>metric</th><th>n</th>"
-        "<th>Pearson r under a</th><th>under b</th><th>Δr [Zou 95% CI], p</th><th>Spearman Δρ [CI]</th>"
-        "<th>a vs b scores: r [CI]</th><th>mean b − a [CI]</th></tr>",
+        "<th>Pearson r (a)</th><th>r (b)</th><th>Δr [Zou 95% CI], p</th><th>Spearman Δρ [CI]</th>"
+        "<th>scores a vs b: r [CI]</th><th>mean b − a [CI]</th></tr>",
     ]
     for r in res.metrics:
         dp = next(d for d in r.differences if d.method == "pearson")
@@ -154,8 +156,8 @@ def sensitivity_section(res: JudgeSensitivity | None, why: str | None = None) ->
         md = (
             "—"
             if ag.mean_difference is None
-            else f"{ag.mean_difference:+.3f} [{_num(ag.mean_difference_ci_low, 3)}, "
-            f"{_num(ag.mean_difference_ci_high, 3)}]"
+            else f"{ag.mean_difference:+.2f} [{ag.mean_difference_ci_low:+.2f}, "
+            f"{ag.mean_difference_ci_high:+.2f}]"
         )
         parts.append(
             f"<tr><td>{escape(r.metric)}</td><td>{r.n}</td><td>{_corr(r.a['pearson'])}</td>"
