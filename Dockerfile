@@ -27,6 +27,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     RAGMETA_DATA_DIR=/data \
     RAGMETA_HOST=0.0.0.0
 USER ragmeta
+# Compile the statistics' numba kernels into the user's cache now, not in the first report.
+RUN python -c "from services import stats_kernels; stats_kernels.warm_up()"
 EXPOSE 8000
 HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')" || exit 1
 CMD ["python", "-m", "app.cli", "run"]

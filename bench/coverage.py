@@ -45,9 +45,11 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 from scipy.special import ndtri
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The repository root in place of bench/ (the script's directory) on the path: bench/coverage.py must
+# not shadow the coverage package, which numba imports.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from services import stats
+from services import stats  # noqa: E402
 
 Array = NDArray[np.float64]
 CUTS = np.array([-1.0, -0.3, 0.4, 1.1])

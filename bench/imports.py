@@ -1,6 +1,7 @@
 """Write and read paths at team scale, through the service functions (no HTTP), on SQLite and PostgreSQL:
 10,000 outputs x 5 chunks, 20,000 ratings, 50,000 external scores, the scores CSV of that run and its
-report. Beside each figure: the database's own floor for the same rows (one executemany of plain tuples
+report (the report also on the numpy resample kernels the compiled ones replaced, as a ratio). Beside each
+figure: the database's own floor for the same rows (one executemany of plain tuples
 into the same table, no validation), so the ratio says what the service adds.
 
     python bench/imports.py [--outputs 10000] [--pg-url postgresql+psycopg://...]
@@ -9,22 +10,42 @@ into the same table, no validation), so the ratio says what the service adds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The repository root in place of bench/ (the script's directory) on the path: bench/coverage.py must
+# not shadow the coverage package, which numba imports.
+sys.path[0] = str(ROOT)
 
 
 def timed(fn: Any, *args: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn(*args)
     return time.perf_counter() - t0, out
+
+
+@contextlib.contextmanager
+def numpy_kernels() -> Iterator[None]:
+    """Run the statistics on the numpy resample kernels (the reference of services.stats_kernels)."""
+    from services import stats
+
+    kernels = (stats._PassFailKernel, stats._SpearmanKernel, stats._KendallKernel)
+    saved = [k.resample for k in kernels]
+    for k in kernels:
+        k.resample = k.resample_numpy  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for k, fn in zip(kernels, saved, strict=True):
+            k.resample = fn  # type: ignore[method-assign]
 
 
 def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
@@ -127,8 +148,23 @@ def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
 
     t, _ = timed(run_transaction, factory, table_csv)
     res["scores CSV"] = (t, None)
-    t, _ = timed(run_transaction, factory, lambda s: report_service.build_report(s, settings, [run_id]))
+
+    def report(s: Any) -> Any:
+        return report_service.build_report(s, settings, [run_id])
+
+    # First in this process: imports the statistics libraries and loads the compiled kernels (a report
+    # worker process does that once, when it starts: services.reports.pool calls stats.warm_up()).
+    t, _ = timed(run_transaction, factory, report)
+    res[f"report of {n} (first in process)"] = (t, None)
+    t, fast = timed(run_transaction, factory, report)
+    # The same report with the numpy resample kernels the compiled ones replaced: equal to the bit, and
+    # the ratio of the two in this run.
+    with numpy_kernels():
+        t_numpy, slow = timed(run_transaction, factory, report)
+    assert fast.model_dump() == slow.model_dump(), "compiled and numpy kernels give different reports"
     res[f"report of {n} outputs"] = (t, None)
+    res[f"report of {n}, numpy kernels"] = (t_numpy, None)
+    res["report: numpy / compiled"] = (t_numpy / t, None)
 
     # The floor: the same rows as plain tuples, one executemany per table, no validation or lookups.
     with engine.begin() as conn:
@@ -165,16 +201,18 @@ def main() -> None:
     ap.add_argument("--outputs", type=int, default=10_000)
     ap.add_argument("--pg-url", default=os.environ.get("RAGMETA_BENCH_PG_URL"))
     args = ap.parse_args()
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
     results = {"sqlite": run(f"sqlite:///{tempfile.mkdtemp()}/bench.db", args.outputs)}
     if args.pg_url:
         results["postgres"] = run(args.pg_url, args.outputs)
-    print(f"{'operation':<28}" + "".join(f"{db + ' s':>14}{'x floor':>9}" for db in results))
+    print(f"{'operation':<36}" + "".join(f"{db + ' s':>14}{'x floor':>9}" for db in results))
     for op in results["sqlite"]:
-        line = f"{op:<28}"
+        line = f"{op:<36}"
         for res in results.values():
             t, floor = res[op]
             line += f"{t:>14.2f}" + (f"{t / floor:>9.1f}" if floor else f"{'':>9}")
         print(line)
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -26,9 +26,11 @@ import scipy
 from numpy.typing import NDArray
 from scipy import stats as sps
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The repository root in place of bench/ (the script's directory) on the path: bench/coverage.py must
+# not shadow the coverage package, which numba imports.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from services.stats import CorrMethod, bootstrap_ci_many
+from services.stats import CorrMethod, bootstrap_ci_many  # noqa: E402
 
 METHODS: dict[str, CorrMethod] = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall"}
 # scipy is slow enough per metric that only a few are timed; Spearman's jackknife alone is 10,000 calls.

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The repository root in place of bench/ (the script's directory) on the path: bench/coverage.py must
+# not shadow the coverage package, which numba imports.
+sys.path[0] = str(ROOT)
 
 
 def main() -> None:

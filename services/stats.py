@@ -10,8 +10,9 @@ Bootstrap intervals resample items (questions), never rater rows, and reproduce
 same generator calls, and the statistic of every resample is computed from per-item resample counts, all
 resamples (and all metrics sharing a human score) at once.
 
-pingouin, krippendorff, scikit-learn and statsmodels are imported inside the functions that use them:
-importing this module must stay cheap for the API process.
+pingouin, krippendorff, scikit-learn, statsmodels and the compiled kernels (services.stats_kernels, numba) are
+imported inside the functions that use them: importing this module must stay cheap for the API process.
+``warm_up()`` imports them all ahead of time (report worker processes call it when they start).
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ __all__ = [
     "near_constant",
     "pair_mean_labels",
     "pass_fail",
+    "pass_fail_many",
     "pearson",
     "ppi_mean",
     "preference_agreement",
     "spearman",
     "steiger_z",
     "system_level",
+    "warm_up",
     "williams_t",
     "zou_ci",
 ]
@@ -789,13 +792,45 @@ def _doubled_group_ranks(t: _Ties, counts: IntArray) -> tuple[IntArray, IntArray
     return ranks2, np.einsum("ij,ij,ij->i", weights, ranks2, ranks2)
 
 
+def _sorted_layout(ties: list[_Ties]) -> tuple[IntArray, NDArray[np.bool_]]:
+    """Per metric: its ascending (stable) order, and whether each sorted position ends a tie group."""
+    n = ties[0].group.size if ties else 0
+    orders = np.empty((len(ties), n), dtype=np.int64)
+    last = np.zeros((len(ties), n), dtype=np.bool_)
+    for m, t in enumerate(ties):
+        orders[m] = t.order
+        last[m, t.starts[1:] - 1] = True
+        if n:
+            last[m, n - 1] = True
+    return orders, last
+
+
 class _SpearmanKernel(_CorrelationKernel):
     def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
         super().__init__("spearman", metrics, human)
         self.x_ties = [_ties(row) for row in metrics]
         self.h_ties = _ties(human)
+        self.layout = _sorted_layout(self.x_ties)
 
     def resample(self, counts: IntArray) -> FloatArray:
+        out = np.empty((counts.shape[0], self.n_stats))
+        h = self.h_ties
+        orders, last = self.layout
+        from services import stats_kernels  # numba: imported on first use
+
+        stats_kernels.in_threads(
+            stats_kernels.spearman_rows,
+            np.ascontiguousarray(counts),
+            h.group,
+            h.sizes.size,
+            orders,
+            last,
+            out,
+        )
+        return out
+
+    def resample_numpy(self, counts: IntArray) -> FloatArray:
+        """The same statistic in numpy (the reference of the compiled kernel; ~10x slower)."""
         n = counts.sum(axis=1)
         # Sums of doubled ranks are integers below 2**63; the centring constant is n (n + 1)^2, n the items
         # drawn (it varies between resamples when whole clusters are drawn).
@@ -846,6 +881,7 @@ class _KendallKernel(_CorrelationKernel):
         super().__init__("kendall", metrics, human)
         self.x_ties = [_ties(row) for row in metrics]
         self.h_ties = _ties(human)
+        self.layout = _sorted_layout(self.x_ties)
 
     @staticmethod
     def _tie_pairs(t: _Ties, counts: IntArray) -> FloatArray:
@@ -873,6 +909,18 @@ class _KendallKernel(_CorrelationKernel):
         return np.asarray(concordant - discordant, dtype=np.float64)
 
     def resample(self, counts: IntArray) -> FloatArray:
+        out = np.empty((counts.shape[0], self.n_stats))
+        h = self.h_ties
+        orders, last = self.layout
+        from services import stats_kernels
+
+        stats_kernels.in_threads(
+            stats_kernels.kendall_rows, np.ascontiguousarray(counts), h.group, h.sizes.size, orders, last, out
+        )
+        return out
+
+    def resample_numpy(self, counts: IntArray) -> FloatArray:
+        """The same statistic in numpy (the reference of the compiled kernel)."""
         n = self.h.size
         drawn = counts.sum(axis=1)
         tot = (drawn * (drawn - 1) // 2).astype(np.float64)
@@ -1975,6 +2023,24 @@ class _PassFailKernel:
         return np.add.reduceat(w, self.ties.starts, axis=1) if self.ties.has_ties else w
 
     def resample(self, counts: IntArray) -> FloatArray:
+        out = np.empty((counts.shape[0], self.n_stats))
+        t = self.ties
+        bounds = np.append(t.starts, t.group.size).astype(np.int64)
+        from services import stats_kernels
+
+        stats_kernels.in_threads(
+            stats_kernels.pass_fail_rows,
+            np.ascontiguousarray(counts),
+            self.passed,
+            t.order,
+            bounds,
+            self.values,
+            out,
+        )
+        return out
+
+    def resample_numpy(self, counts: IntArray) -> FloatArray:
+        """The same figures in numpy (the reference of the compiled kernel)."""
         pos = self._groups(counts, self.passed).astype(np.float64)
         neg = self._groups(counts, 1 - self.passed).astype(np.float64)
         p_tot, n_tot = pos.sum(axis=1), neg.sum(axis=1)
@@ -2038,6 +2104,195 @@ def default_pass_threshold(scale_min: float, scale_max: float) -> float:
     return float(math.floor((scale_min + scale_max) / 2) + 1)
 
 
+class _PassFailManyKernel:
+    """The pass/fail figures of several metrics (7 rows each) on one shared set of resamples."""
+
+    def __init__(self, kernels: list[_PassFailKernel]) -> None:
+        self.kernels = kernels
+        self.n_stats = len(kernels) * _PassFailKernel.n_stats
+
+    def resample(self, counts: IntArray) -> FloatArray:
+        return np.hstack([k.resample(counts) for k in self.kernels])
+
+    def exact(self, idx: IntArray, j: int) -> float:
+        return self.kernels[j // _PassFailKernel.n_stats].exact(idx, j % _PassFailKernel.n_stats)
+
+    def jackknife(self) -> FloatArray:
+        return np.vstack([k.jackknife() for k in self.kernels])
+
+
+@dataclass(frozen=True, slots=True)
+class _PassFailPoint:
+    """One metric's complete pairs, units, point figures (scikit-learn) and the reason it is undefined."""
+
+    x: FloatArray
+    score: FloatArray
+    passed: NDArray[np.bool_]
+    keep: NDArray[np.bool_]
+    units: _Units
+    higher_is_better: bool
+    point: dict[str, float]
+    confusion: tuple[tuple[int, int], tuple[int, int]] | None
+    reason: str | None
+
+
+def _pass_fail_point(
+    x_all: FloatArray, h_all: FloatArray, human_threshold: float, higher_is_better: bool, clusters: Any
+) -> _PassFailPoint:
+    from sklearn.metrics import (
+        accuracy_score,
+        cohen_kappa_score,
+        confusion_matrix,
+        precision_score,
+        recall_score,
+        roc_auc_score,
+        roc_curve,
+    )
+
+    if x_all.size != h_all.size:
+        raise ValueError(f"metric has {x_all.size} values, human has {h_all.size}")
+    keep = np.isfinite(x_all) & np.isfinite(h_all)
+    units = _units(clusters, keep)
+    x, h = x_all[keep], h_all[keep]
+    score = x if higher_is_better else -x
+    passed = h >= human_threshold
+    n_pass = int(passed.sum())
+    n_fail = int(passed.size - n_pass)
+    reason = None
+    if n_pass < 2 or n_fail < 2:
+        reason = f"needs at least 2 passes and 2 fails by the human threshold ({n_pass} pass, {n_fail} fail)"
+    elif _is_constant(x):
+        reason = "constant metric"
+    else:
+        reason = _min_units_reason(units)
+    if reason is not None:
+        return _PassFailPoint(x, score, passed, keep, units, higher_is_better, {}, None, reason)
+    y = passed.astype(np.int64)
+    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
+    j = tpr - fpr
+    # roc_curve lists thresholds descending from +inf ("nothing passes", left out: a decision rule passes
+    # something); argmax takes the highest threshold among equal maxima.
+    best = 1 + int(np.argmax(j[1:]))
+    cut = float(thresholds[best])
+    pred = (score >= cut).astype(np.int64)
+    cm = confusion_matrix(y, pred, labels=[0, 1])
+    point = {
+        "auc": float(roc_auc_score(y, score)),
+        "threshold": cut,
+        "youden_j": float(j[best]),
+        "kappa": float(cohen_kappa_score(y, pred)),
+        "accuracy": float(accuracy_score(y, pred)),
+        "precision": float(precision_score(y, pred, zero_division=np.nan)),
+        "recall": float(recall_score(y, pred)),
+    }
+    confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
+    return _PassFailPoint(x, score, passed, keep, units, higher_is_better, point, confusion, None)
+
+
+def _pass_fail_figures(
+    pt: _PassFailPoint,
+    theta_b: FloatArray | None,
+    jack: FloatArray | None,
+    n_resamples: int,
+    confidence: float,
+) -> dict[str, Interval]:
+    figures: dict[str, Interval] = {}
+    for i, name in enumerate(PASS_FAIL_FIGURES):
+        value = pt.point[name]
+        shown = value if pt.higher_is_better or name != "threshold" else -value
+        if not math.isfinite(value):
+            figures[name] = Interval(None, None, None, None, f"{name} undefined at the chosen threshold")
+            continue
+        if theta_b is None or jack is None:
+            figures[name] = Interval(shown, None, None, None, "no resamples requested")
+            continue
+        kind: BootstrapKind = "bca" if name == "auc" else "percentile"
+        defined = np.isfinite(theta_b[i])
+        n_nan = int(defined.size - np.count_nonzero(defined))
+        if n_nan > _PASS_FAIL_MAX_UNDEFINED_FRACTION * n_resamples:
+            why = f"{name} undefined in {n_nan} of {n_resamples} resamples (no pass, fail or predicted pass)"
+            figures[name] = Interval(shown, None, None, kind, why, n_nan)
+            continue
+        limits = _interval(theta_b[i][defined], value, jack[i] if kind == "bca" else None, confidence)
+        if isinstance(limits, str):
+            figures[name] = Interval(shown, None, None, kind, limits, n_nan)
+        elif name == "threshold" and not pt.higher_is_better:
+            figures[name] = Interval(shown, -limits[1], -limits[0], kind, None, n_nan)
+        else:
+            figures[name] = Interval(shown, limits[0], limits[1], kind, None, n_nan)
+    return figures
+
+
+def pass_fail_many(
+    metrics: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    human_threshold: float,
+    *,
+    higher_is_better: Mapping[str, bool] | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+) -> dict[str, PassFailResult]:
+    """``pass_fail`` of every metric against the same human score, keyed like ``metrics``.
+
+    Metrics with the same missing-value pattern share one set of resamples (drawn once): each result equals
+    ``pass_fail`` on that metric alone with the same seed. ``higher_is_better`` maps a metric to its
+    direction (default True).
+    """
+    _check_bootstrap_args("bca", max(n_resamples, 1), confidence)
+    h_all = _as_vector(human, "human")
+    directions = higher_is_better or {}
+    points = {
+        name: _pass_fail_point(
+            _as_vector(x, "metric"), h_all, human_threshold, directions.get(name, True), clusters
+        )
+        for name, x in metrics.items()
+    }
+    patterns: dict[bytes, list[str]] = {}
+    for name, pt in points.items():
+        if pt.reason is None:
+            patterns.setdefault(pt.keep.tobytes(), []).append(name)
+    draws: dict[str, tuple[FloatArray | None, FloatArray | None]] = {}
+    width = _PassFailKernel.n_stats
+    for names in patterns.values():
+        units = points[names[0]].units
+        kernel = _PassFailManyKernel([_PassFailKernel(points[n].score, points[n].passed) for n in names])
+        if n_resamples > 0:
+            theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
+            jack = _jackknife(kernel, units, chunk_elements)
+            for m, name in enumerate(names):
+                draws[name] = theta_b[m * width : (m + 1) * width], jack[m * width : (m + 1) * width]
+        else:
+            for name in names:
+                draws[name] = None, None
+
+    out: dict[str, PassFailResult] = {}
+    for name, pt in points.items():
+        n_pass = int(pt.passed.sum())
+        if pt.reason is not None:
+            empty = Interval(None, None, None, None, pt.reason)
+            figures = dict.fromkeys(PASS_FAIL_FIGURES, empty)
+        else:
+            figures = _pass_fail_figures(pt, *draws[name], n_resamples, confidence)
+        out[name] = PassFailResult(
+            n=int(pt.x.size),
+            n_clusters=pt.units.q if pt.units.clustered else None,
+            n_pass=n_pass,
+            n_fail=int(pt.passed.size - n_pass),
+            human_threshold=float(human_threshold),
+            higher_is_better=pt.higher_is_better,
+            confusion=pt.confusion,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            undefined_reason=pt.reason,
+            **figures,
+        )
+    return out
+
+
 def pass_fail(
     metric: ArrayLike,
     human: ArrayLike,
@@ -2061,104 +2316,17 @@ def pass_fail(
     undefined. Undefined (reason given) with fewer than 2 passes or 2 fails, a constant metric, or fewer than
     3 clusters. Incomplete pairs are dropped. Raises ValueError on malformed input.
     """
-    from sklearn.metrics import (
-        accuracy_score,
-        cohen_kappa_score,
-        confusion_matrix,
-        precision_score,
-        recall_score,
-        roc_auc_score,
-        roc_curve,
-    )
-
-    _check_bootstrap_args("bca", max(n_resamples, 1), confidence)
-    x_all, h_all = _as_vector(metric, "metric"), _as_vector(human, "human")
-    if x_all.size != h_all.size:
-        raise ValueError(f"metric has {x_all.size} values, human has {h_all.size}")
-    keep = np.isfinite(x_all) & np.isfinite(h_all)
-    units = _units(clusters, keep)
-    x, h = x_all[keep], h_all[keep]
-    score = x if higher_is_better else -x
-    passed = h >= human_threshold
-    n_pass = int(passed.sum())
-    n_fail = int(passed.size - n_pass)
-
-    def result(figures: dict[str, Interval], confusion: Any, reason: str | None) -> PassFailResult:
-        return PassFailResult(
-            n=int(x.size),
-            n_clusters=units.q if units.clustered else None,
-            n_pass=n_pass,
-            n_fail=n_fail,
-            human_threshold=float(human_threshold),
-            higher_is_better=higher_is_better,
-            confusion=confusion,
-            n_resamples=n_resamples,
-            seed=seed,
-            confidence=confidence,
-            undefined_reason=reason,
-            **figures,
-        )
-
-    reason = None
-    if n_pass < 2 or n_fail < 2:
-        reason = f"needs at least 2 passes and 2 fails by the human threshold ({n_pass} pass, {n_fail} fail)"
-    elif _is_constant(x):
-        reason = "constant metric"
-    else:
-        reason = _min_units_reason(units)
-    if reason is not None:
-        empty = Interval(None, None, None, None, reason)
-        return result(dict.fromkeys(PASS_FAIL_FIGURES, empty), None, reason)
-
-    y = passed.astype(np.int64)
-    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
-    j = tpr - fpr
-    # roc_curve lists thresholds descending from +inf ("nothing passes", left out: a decision rule passes
-    # something); argmax takes the highest threshold among equal maxima.
-    best = 1 + int(np.argmax(j[1:]))
-    cut = float(thresholds[best])
-    pred = (score >= cut).astype(np.int64)
-    cm = confusion_matrix(y, pred, labels=[0, 1])
-    point = {
-        "auc": float(roc_auc_score(y, score)),
-        "threshold": cut,
-        "youden_j": float(j[best]),
-        "kappa": float(cohen_kappa_score(y, pred)),
-        "accuracy": float(accuracy_score(y, pred)),
-        "precision": float(precision_score(y, pred, zero_division=np.nan)),
-        "recall": float(recall_score(y, pred)),
-    }
-    confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
-    figures: dict[str, Interval] = {}
-    kernel = _PassFailKernel(score, passed)
-    theta_b = (
-        _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements) if n_resamples > 0 else None
-    )
-    jack = _jackknife(kernel, units, chunk_elements) if n_resamples > 0 else None
-    for i, name in enumerate(PASS_FAIL_FIGURES):
-        value = point[name]
-        shown = value if higher_is_better or name != "threshold" else -value
-        if not math.isfinite(value):
-            figures[name] = Interval(None, None, None, None, f"{name} undefined at the chosen threshold")
-            continue
-        if theta_b is None or jack is None:
-            figures[name] = Interval(shown, None, None, None, "no resamples requested")
-            continue
-        kind: BootstrapKind = "bca" if name == "auc" else "percentile"
-        defined = np.isfinite(theta_b[i])
-        n_nan = int(defined.size - np.count_nonzero(defined))
-        if n_nan > _PASS_FAIL_MAX_UNDEFINED_FRACTION * n_resamples:
-            why = f"{name} undefined in {n_nan} of {n_resamples} resamples (no pass, fail or predicted pass)"
-            figures[name] = Interval(shown, None, None, kind, why, n_nan)
-            continue
-        limits = _interval(theta_b[i][defined], value, jack[i] if kind == "bca" else None, confidence)
-        if isinstance(limits, str):
-            figures[name] = Interval(shown, None, None, kind, limits, n_nan)
-        elif name == "threshold" and not higher_is_better:
-            figures[name] = Interval(shown, -limits[1], -limits[0], kind, None, n_nan)
-        else:
-            figures[name] = Interval(shown, limits[0], limits[1], kind, None, n_nan)
-    return result(figures, confusion, None)
+    return pass_fail_many(
+        {"x": metric},
+        human,
+        human_threshold,
+        higher_is_better={"x": higher_is_better},
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        clusters=clusters,
+        chunk_elements=chunk_elements,
+    )["x"]
 
 
 # --------------------------------------------------------------------------- prediction-powered mean (§7)
@@ -2209,3 +2377,16 @@ def n_needed_to_separate(
     c = _zou_c(r1, r2, r12_between_metrics)
     z = float(ndtri(1 - alpha / 2)) + float(ndtri(power))
     return math.ceil(3 + z**2 * (2 - 2 * c) / (math.atanh(r1) - math.atanh(r2)) ** 2)
+
+
+def warm_up() -> None:
+    """Import the libraries the statistics load on first use and compile (or load from numba's cache) the
+    resample kernels, so that a process's first report does not pay for them (about 1-2 s, more when the
+    kernels are not cached yet)."""
+    import krippendorff  # noqa: F401
+    import pingouin  # noqa: F401
+    import sklearn.metrics  # noqa: F401
+
+    from services import stats_kernels
+
+    stats_kernels.warm_up()

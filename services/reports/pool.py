@@ -37,6 +37,10 @@ def _init_worker(settings_json: str) -> None:
     settings = Settings.model_validate_json(settings_json)
     _worker["settings"] = settings
     _worker["factory"] = make_session_factory(make_engine(settings.database_url), write=False)
+    # The statistics' lazily imported libraries and compiled kernels, once per worker, before any report.
+    from services import stats
+
+    stats.warm_up()
 
 
 def _in_worker(fn: Callable[..., T], args: tuple[Any, ...]) -> T:

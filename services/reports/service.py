@@ -490,25 +490,33 @@ def _pass_fail(
     h = np.array([human[it.output_id] for it in used], dtype=np.float64)
     questions = [it.question_id for it in used]
     rows: list[PassFailRow] = []
+    vectors = {col.name: np.array([col.values.get(it.output_id, np.nan) for it in used]) for col in cols}
+    near = {
+        name
+        for name, x in vectors.items()
+        if np.isfinite(x).sum() >= 3 and stats.near_constant(x[np.isfinite(x)])
+    }
+    # Metrics with the same missing values share one set of resamples (drawn once for all of them).
+    results = stats.pass_fail_many(
+        {name: x for name, x in vectors.items() if name not in near},
+        h,
+        threshold,
+        higher_is_better={col.name: _higher_is_better(col) for col in cols},
+        n_resamples=mode.n_resamples,
+        seed=mode.seed,
+        clusters=questions if mode.clustered else None,
+    )
     for col in cols:
-        x = np.array([col.values.get(it.output_id, np.nan) for it in used], dtype=np.float64)
+        x = vectors[col.name]
         hib = _higher_is_better(col)
         library, kind = _library_kind(col)
         complete = np.isfinite(x)
         reason: str | None
-        if complete.sum() >= 3 and stats.near_constant(x[complete]):
+        if col.name in near:
             res = stats.pass_fail(np.ones(0), np.ones(0), threshold)
             reason = "near-constant metric: fewer than 3 items differ from its most common value"
         else:
-            res = stats.pass_fail(
-                x,
-                h,
-                threshold,
-                higher_is_better=hib,
-                n_resamples=mode.n_resamples,
-                seed=mode.seed,
-                clusters=questions if mode.clustered else None,
-            )
+            res = results[col.name]
             reason = res.undefined_reason
         figures = {name: _figure(getattr(res, name)) for name in stats.PASS_FAIL_FIGURES}
         if reason is not None:
