@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from alembic import context
-from services.db import make_engine
+from services.db import make_engine, ours
 from services.models import Base
 
 config = context.config
@@ -18,7 +18,13 @@ def _url() -> str:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, render_as_batch=True)
+    context.configure(
+        url=_url(),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        render_as_batch=True,
+        include_name=ours,
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -26,13 +32,17 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connectable = config.attributes.get("connection")
     if connectable is not None:
-        context.configure(connection=connectable, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(
+            connection=connectable, target_metadata=target_metadata, render_as_batch=True, include_name=ours
+        )
         with context.begin_transaction():
             context.run_migrations()
         return
     engine = make_engine(_url())
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(
+            connection=connection, target_metadata=target_metadata, render_as_batch=True, include_name=ours
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

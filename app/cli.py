@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 from typing import Any
 
@@ -96,7 +97,8 @@ def _serve(host: str, port: int) -> None:
 
 def _worker(worker_id: str | None, once: bool) -> None:
     from services.db import ensure_migrated, make_engine, make_session_factory
-    from services.jobs.worker import JobContext, Worker
+    from services.jobs.queue import make_worker
+    from services.jobs.worker import JobContext
     from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
 
@@ -108,10 +110,12 @@ def _worker(worker_id: str | None, once: bool) -> None:
     # Judge calls go through settings.judge.gateway_url when set (one bound shared with other workers),
     # else through a gateway of this process's own.
     resources = ScoringResources(settings, factory)
-    worker = Worker(JobContext(factory, settings, resources), worker_id=worker_id)
+    worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)
     print(
         f"ragmeta worker {worker.worker_id} on {engine.url.render_as_string(hide_password=True)}", flush=True
     )
+    # SIGTERM (docker stop, systemd): finish the batch in progress, then exit.
+    signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
     try:
         if once:
             worker.drain()

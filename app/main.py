@@ -41,7 +41,8 @@ from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
 from services.db import ensure_migrated, make_engine, make_session_factory
 from services.jobs.processes import WorkerProcesses, worker_count
-from services.jobs.worker import JobContext, Worker
+from services.jobs.queue import make_worker
+from services.jobs.worker import JobContext
 from services.metrics.resources import ScoringResources
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
@@ -100,7 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.jobs.embedded_worker:
             count = worker_count(settings)
             if count == 0:
-                worker = Worker(
+                worker = make_worker(
                     JobContext(app.state.session_factory, settings, resources), worker_id="embedded"
                 )
                 worker.start()

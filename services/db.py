@@ -142,6 +142,12 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         session.close()
 
 
+def ours(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's ``include_name``: procrastinate's tables (``procrastinate_*``, installed by revision 0005 on
+    PostgreSQL) belong to procrastinate's schema, not to the models."""
+    return not (type_ == "table" and (name or "").startswith("procrastinate_"))
+
+
 def alembic_config(url: str) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(ALEMBIC_DIR))

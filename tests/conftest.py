@@ -3,6 +3,7 @@ emptied after every test, and the app served to a TestClient with its lifespan (
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import uvicorn
@@ -79,6 +81,24 @@ def _no_outbound_network() -> Iterator[None]:
     assert not attempts, f"non-loopback network access attempted: {attempts[:5]}"
 
 
+QUEUE_TABLES = (
+    "procrastinate_events",
+    "procrastinate_periodic_defers",
+    "procrastinate_jobs",
+    "procrastinate_workers",
+)
+
+
+def _revision(name: str) -> ModuleType:
+    """An Alembic revision file as a module (its SQL is reused to reset the test database)."""
+    path = Path(__file__).resolve().parents[1] / "alembic" / "versions" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"revision_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("RAGMETA_TEST_DATABASE_URL")
@@ -89,6 +109,8 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with engine.begin() as conn:
         Base.metadata.drop_all(conn)
         conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        if conn.dialect.name == "postgresql":
+            conn.connection.driver_connection.execute(_revision("0005_procrastinate_queue").DROP)  # type: ignore[union-attr]
     engine.dispose()
     upgrade(url)
     yield url
@@ -110,6 +132,8 @@ def _clean_tables(request: pytest.FixtureRequest) -> Iterator[None]:
     with eng.begin() as conn:
         for table in reversed(Base.metadata.sorted_tables):
             conn.execute(table.delete())
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"TRUNCATE {', '.join(QUEUE_TABLES)}")
 
 
 @pytest.fixture

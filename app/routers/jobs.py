@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import JobId, SessionDep
+from app.deps import JobId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs import service
 from services.jobs.service import JobRead
@@ -29,5 +29,5 @@ def cancel_job(job_id: JobId, session: SessionDep) -> JobRead:
 
 
 @router.post("/{job_id}/resume", response_model=JobRead, responses=responses(404, 409))
-def resume_job(job_id: JobId, session: SessionDep) -> JobRead:
-    return service.resume_job(session, job_id)
+def resume_job(job_id: JobId, session: SessionDep, settings: SettingsDep) -> JobRead:
+    return service.resume_job(session, settings, job_id)

@@ -38,7 +38,8 @@ def run_worker_process(
     With a judge configured, the judge libraries are imported in the background as it starts (``ready`` is
     set once they are)."""
     from services.db import make_engine, make_session_factory
-    from services.jobs.worker import JobContext, Worker
+    from services.jobs.queue import make_worker
+    from services.jobs.worker import JobContext
     from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
 
@@ -57,7 +58,7 @@ def run_worker_process(
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)
     resources = ScoringResources(settings, factory, gateway_url=gateway_url)
-    worker = Worker(JobContext(factory, settings, resources), worker_id=worker_id)
+    worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
 
     def orphaned() -> None:

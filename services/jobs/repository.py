@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
 
@@ -71,6 +72,46 @@ class JobRepository(Repository):
             .order_by(JobItem.id)
         )
         return list(self.session.scalars(stmt))
+
+    def claimable_ids(self, job_id: int, lease_s: float) -> list[int]:
+        """Ids of the job's items nobody holds (pending, or claimed under an expired lease), in order."""
+        stmt = (
+            select(JobItem.id)
+            .where(JobItem.job_id == job_id, self._claimable(lease_s, utcnow()))  # type: ignore[arg-type]
+            .order_by(JobItem.id)
+        )
+        return list(self.session.scalars(stmt))
+
+    def claim_range(self, job_id: int, first: int, last: int, token: str, lease_s: float) -> list[JobItem]:
+        """Claim the job's items with ids in [first, last] that nobody holds, or that ``token`` already holds
+        (a batch run again after its worker died takes its own items back); safe against concurrent workers
+        like ``claim``."""
+        now = utcnow()
+        free: Any = self._claimable(lease_s, now)
+        takeable = or_(free, and_(JobItem.status == "claimed", JobItem.worker_id == token))
+        self.session.execute(
+            update(JobItem)
+            .where(JobItem.job_id == job_id, JobItem.id >= first, JobItem.id <= last, takeable)
+            .values(status="claimed", worker_id=token, claimed_at=now, attempts=JobItem.attempts + 1)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.commit()
+        stmt = (
+            select(JobItem)
+            .where(JobItem.worker_id == token, JobItem.status == "claimed")
+            .order_by(JobItem.id)
+        )
+        return list(self.session.scalars(stmt))
+
+    def release(self, token: str) -> int:
+        """Put the items ``token`` holds back to pending (a batch that will not run them now)."""
+        result = self.session.execute(
+            update(JobItem)
+            .where(JobItem.worker_id == token, JobItem.status == "claimed")
+            .values(status="pending", worker_id=None)
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     def renew(self, token: str) -> None:
         self.session.execute(

@@ -9,7 +9,9 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from services.config import Settings
 from services.errors import Conflict, NotFound
+from services.jobs.queue import dispatch, uses_queue
 from services.jobs.repository import JobRepository
 from services.models import Job, utcnow
 
@@ -45,8 +47,16 @@ def cause_of(error: str) -> str:
 
 
 def create_job(
-    session: Session, kind: str, params: dict[str, Any], keys: list[str], summary: dict[str, Any]
+    session: Session,
+    kind: str,
+    params: dict[str, Any],
+    keys: list[str],
+    summary: dict[str, Any],
+    *,
+    settings: Settings,
 ) -> Job:
+    """A job with one item per key. On PostgreSQL its batches are deferred to the queue in the same
+    transaction (services.jobs.queue); on SQLite the lease loop finds its items."""
     repo = JobRepository(session)
     job = Job(kind=kind, params=params, total=len(keys), summary=summary, status="queued" if keys else "done")
     if not keys:
@@ -55,6 +65,8 @@ def create_job(
     repo.flush()
     repo.add_items(job.id, keys)
     repo.flush()
+    if keys and uses_queue(settings.database_url):
+        dispatch(session, settings, job.id, kind)
     return job
 
 
@@ -113,11 +125,14 @@ def cancel_job(session: Session, job_id: int) -> JobRead:
     return job_read(session, job)
 
 
-def resume_job(session: Session, job_id: int) -> JobRead:
+def resume_job(session: Session, settings: Settings, job_id: int) -> JobRead:
     """Put a cancelled job back in the queue; its remaining items are taken again."""
     job = get_job(session, job_id)
     if job.status != "cancelled":
         raise Conflict(f"job {job_id} is {job.status}, only a cancelled job can be resumed")
     job.status = "queued"
     job.finished_at = None
+    session.flush()
+    if uses_queue(settings.database_url):
+        dispatch(session, settings, job.id, job.kind)
     return job_read(session, job)

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 from services.db import read_factory
 from services.jobs.repository import JobRepository
-from services.models import Job, utcnow
+from services.models import Job, JobItem, utcnow
 
 if TYPE_CHECKING:
     from services.metrics.resources import ScoringResources
@@ -72,6 +72,77 @@ def handler_for(kind: str) -> JobHandler:
     return _loaded[kind]
 
 
+def batch_size(settings: Settings, handler: JobHandler) -> int:
+    size_for = getattr(handler, "batch_size_for", None)
+    return int(size_for(settings)) if size_for is not None else handler.batch_size
+
+
+def run_batch(ctx: JobContext, session: Session, job: Job, items: list[JobItem], token: str) -> bool:
+    """Run the job's handler on items claimed under ``token`` and record each item's outcome; the batch's
+    claim is renewed while it runs. True when every item ended (done or failed); False when the batch raised
+    and some items went back to pending to be taken again (up to ``jobs.max_item_retries`` claims each)."""
+    handler = handler_for(job.kind)
+    if job.status == "queued":
+        job.status = "running"
+        job.started_at = job.started_at or utcnow()
+    keys = [i.key for i in items]
+    # No transaction stays open while the batch runs (seconds to minutes).
+    session.commit()
+    outcome = _run_with_heartbeat(ctx, handler, job, keys, token)
+    ended = True
+    for item in items:
+        if outcome is None:
+            exhausted = item.attempts >= ctx.settings.jobs.max_item_retries
+            item.status = "failed" if exhausted else "pending"
+            item.error = "exception: the batch failed repeatedly (see the service log)" if exhausted else None
+            ended = ended and exhausted
+        else:
+            err = outcome.get(item.key)
+            item.status = "failed" if err else "done"
+            item.error = err
+        item.worker_id = None
+    session.commit()
+    refresh_job(session, job)
+    return ended
+
+
+def _run_with_heartbeat(
+    ctx: JobContext, handler: JobHandler, job: Job, keys: list[str], token: str
+) -> dict[str, str | None] | None:
+    done = threading.Event()
+    lease_s = ctx.settings.jobs.lease_s
+
+    def beat() -> None:
+        while not done.wait(lease_s / 3):
+            with ctx.session_factory() as s:
+                JobRepository(s).renew(token)
+                s.commit()
+
+    beater = threading.Thread(target=beat, name=f"{token}-heartbeat", daemon=True)
+    beater.start()
+    try:
+        return handler.process(ctx, job, keys)
+    except Exception:
+        log.exception("job %s (%s): a batch of %d items raised", job.id, job.kind, len(keys))
+        return None
+    finally:
+        done.set()
+        beater.join()
+
+
+def refresh_job(session: Session, job: Job) -> None:
+    """Copy the items' counts onto the job row; a job with nothing left to run is done."""
+    session.refresh(job)
+    counts = JobRepository(session).counts(job.id)
+    job.done, job.failed = counts.get("done", 0), counts.get("failed", 0)
+    job.heartbeat_at = utcnow()
+    remaining = counts.get("pending", 0) + counts.get("claimed", 0)
+    if remaining == 0 and job.status in ("queued", "running"):
+        job.status = "done"
+        job.finished_at = utcnow()
+    session.commit()
+
+
 class Worker:
     def __init__(self, ctx: JobContext, worker_id: str | None = None) -> None:
         self.ctx = ctx
@@ -92,76 +163,20 @@ class Worker:
             if job is None:
                 self._finish_idle_jobs(session)
                 return False
-            handler = handler_for(job.kind)
             token = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
-            size_for = getattr(handler, "batch_size_for", None)
-            size = size_for(self.ctx.settings) if size_for is not None else handler.batch_size
+            size = batch_size(self.ctx.settings, handler_for(job.kind))
             items = repo.claim(job.id, token, size, self.lease_s)
             if not items:
                 return True
-            if job.status == "queued":
-                job.status = "running"
-                job.started_at = job.started_at or utcnow()
-                session.commit()
-            keys = [i.key for i in items]
-            # No transaction stays open while the batch runs (seconds to minutes).
-            session.commit()
-            outcome = self._run_with_heartbeat(handler, job, keys, token)
-            for item in items:
-                if outcome is None:
-                    exhausted = item.attempts >= self.ctx.settings.jobs.max_item_retries
-                    item.status = "failed" if exhausted else "pending"
-                    item.error = (
-                        "exception: the batch failed repeatedly (see the service log)" if exhausted else None
-                    )
-                else:
-                    err = outcome.get(item.key)
-                    item.status = "failed" if err else "done"
-                    item.error = err
-                item.worker_id = None
-            session.commit()
-            self._refresh(session, job)
+            run_batch(self.ctx, session, job, items, token)
             return True
         finally:
             session.close()
 
-    def _run_with_heartbeat(
-        self, handler: JobHandler, job: Job, keys: list[str], token: str
-    ) -> dict[str, str | None] | None:
-        done = threading.Event()
-
-        def beat() -> None:
-            while not done.wait(self.lease_s / 3):
-                with self.ctx.session_factory() as s:
-                    JobRepository(s).renew(token)
-                    s.commit()
-
-        beater = threading.Thread(target=beat, name=f"{token}-heartbeat", daemon=True)
-        beater.start()
-        try:
-            return handler.process(self.ctx, job, keys)
-        except Exception:
-            log.exception("job %s (%s): a batch of %d items raised", job.id, job.kind, len(keys))
-            return None
-        finally:
-            done.set()
-            beater.join()
-
-    def _refresh(self, session: Session, job: Job) -> None:
-        session.refresh(job)
-        counts = JobRepository(session).counts(job.id)
-        job.done, job.failed = counts.get("done", 0), counts.get("failed", 0)
-        job.heartbeat_at = utcnow()
-        remaining = counts.get("pending", 0) + counts.get("claimed", 0)
-        if remaining == 0 and job.status in ("queued", "running"):
-            job.status = "done"
-            job.finished_at = utcnow()
-        session.commit()
-
     def _finish_idle_jobs(self, session: Session) -> None:
         # A job whose last items were finished by a worker that died before updating the job row.
         for job in JobRepository(session).recent("running", limit=20):
-            self._refresh(session, job)
+            refresh_job(session, job)
 
     def run_forever(self, poll_s: float | None = None) -> None:
         poll = poll_s if poll_s is not None else self.ctx.settings.jobs.poll_interval_s

@@ -102,7 +102,7 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
         "refresh_judge_cache": request.refresh_judge_cache,
     }
     summary = {"skipped_already_computed": skipped, "outputs": len(outputs), "config_keys": configs}
-    return job_read(session, create_job(session, "scoring", params, keys, summary))
+    return job_read(session, create_job(session, "scoring", params, keys, summary, settings=settings))
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,9 @@ def create_index_job(session: Session, settings: Settings, dataset_id: int, forc
     keys = [] if fresh and not force else list(index.PARTS)
     fp, config = index.fingerprint(session, settings, dataset_id)
     summary = {"fingerprint": fp, "up_to_date": fresh and not force, **config}
-    job = create_job(session, "index", {"dataset_id": dataset_id, "force": force}, keys, summary)
+    job = create_job(
+        session, "index", {"dataset_id": dataset_id, "force": force}, keys, summary, settings=settings
+    )
     return job_read(session, job)
 
 
@@ -123,5 +125,7 @@ def create_generate_job(session: Session, settings: Settings, run_id: int, regen
         str(q.id) for q in questions if regenerate or q.id not in existing or existing[q.id].error is not None
     ]
     summary = {"skipped_existing": len(questions) - len(keys), "questions": len(questions)}
-    job = create_job(session, "generate", {"run_id": run_id, "regenerate": regenerate}, keys, summary)
+    job = create_job(
+        session, "generate", {"run_id": run_id, "regenerate": regenerate}, keys, summary, settings=settings
+    )
     return job_read(session, job)

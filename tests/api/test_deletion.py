@@ -273,7 +273,7 @@ def test_a_generation_jobs_results(client: TestClient, engine: Engine, world: di
     assert client.post(f"/runs/{run}/outputs", json=rows).status_code == 200
     with make_session_factory(engine)() as s:
         keys = [str(q.id) for q in s.scalars(select(Question).where(Question.dataset_id == world["ds_b"]))]
-        job = create_job(s, "generate", {"run_id": run}, keys, {})
+        job = create_job(s, "generate", {"run_id": run}, keys, {}, settings=client.app.state.settings)  # type: ignore[attr-defined]
         job.status = "done"
         s.commit()
         job_id = job.id
@@ -294,7 +294,7 @@ def test_a_generation_jobs_results(client: TestClient, engine: Engine, world: di
 
 def test_index_jobs_and_unknown_ids(client: TestClient, engine: Engine) -> None:
     with make_session_factory(engine)() as s:
-        job = create_job(s, "index", {"dataset_id": 1}, [], {})
+        job = create_job(s, "index", {"dataset_id": 1}, [], {}, settings=client.app.state.settings)  # type: ignore[attr-defined]
         s.commit()
         job_id = job.id
     body = assert_envelope(client.delete(f"/jobs/{job_id}/results"), 422)

@@ -11,7 +11,15 @@ from sqlalchemy import inspect, text
 
 from app.main import create_app
 from app.settings import Settings
-from services.db import MigrationRequired, current_revision, downgrade, head_revision, make_engine, upgrade
+from services.db import (
+    MigrationRequired,
+    current_revision,
+    downgrade,
+    head_revision,
+    make_engine,
+    ours,
+    upgrade,
+)
 from services.models import Base
 
 
@@ -53,7 +61,7 @@ def test_models_match_migrations(database_url: str) -> None:
 
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"include_name": ours}), Base.metadata)
     engine.dispose()
     assert diff == []
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from services.jobs.queue import make_worker
 from services.jobs.worker import JobContext, Worker
 from tests.api.helpers import MINI, load_mini, read_jsonl
 from tests.api.test_outputs import make_run, native_outputs
@@ -16,9 +17,10 @@ REFS = {q["external_id"]: q["reference_answer"] for q in read_jsonl(MINI / "ques
 
 
 def drain(client: TestClient) -> None:
+    """Run the queued work as a deployment does: the queue on PostgreSQL, the lease loop on SQLite."""
     app: Any = client.app
     state = app.state
-    Worker(JobContext(state.session_factory, state.settings, state.scoring), worker_id="test").drain()
+    make_worker(JobContext(state.session_factory, state.settings, state.scoring), worker_id="test").drain()
 
 
 def scored_run(client: TestClient, metrics: list[str], k: int = 5) -> tuple[int, dict[str, Any]]:
