@@ -10,8 +10,9 @@ What procrastinate gives, and how it is used:
 
 - worker heartbeats (``procrastinate_workers``, every ``jobs.lease_s / 3``) and stalled-job recovery: every
   worker sweeps, every ``jobs.lease_s / 2``, for batches held by workers silent for ``jobs.lease_s`` (killed,
-  frozen, partitioned) and puts them back in the queue (``retry_job``); the batch runs again under the same
-  procrastinate job id, so it takes its own half-done items back (its claim token is that id);
+  frozen, partitioned) whose items' claim has not been renewed for as long either, and puts them back in the
+  queue (``retry_job``); the batch runs again under the same procrastinate job id, so it takes its own
+  half-done items back (its claim token is that id);
 - retries: a batch whose handler raised is retried after a pause until its items have been tried
   ``jobs.max_item_retries`` times, then they fail with the cause;
 - cancellation stays ours (``POST /jobs/{id}/cancel``): a batch of a cancelled job gives its items back
@@ -222,6 +223,9 @@ class QueueWorker:
         stalled = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=self.lease_s)
         n = 0
         for job in stalled:
+            assert job.id is not None
+            if await asyncio.to_thread(self._still_beating, job.id):
+                continue
             try:
                 await app.job_manager.retry_job(job)
             except procrastinate.exceptions.ConnectorException:
@@ -231,6 +235,13 @@ class QueueWorker:
             )
             n += 1
         return n
+
+    def _still_beating(self, queue_job_id: int) -> bool:
+        # The batch renews its items' claim from a thread of its own while it runs: a worker whose queue
+        # heartbeat is late (its event loop held up, e.g. by a long import) but whose batch still beats is
+        # alive, and its batch is left alone.
+        with self.ctx.session_factory() as s:
+            return JobRepository(s).holds_live_claim(token_of(queue_job_id), self.lease_s)
 
     async def _sweep_forever(self, app: procrastinate.App) -> None:
         while True:

@@ -103,6 +103,14 @@ class JobRepository(Repository):
         )
         return list(self.session.scalars(stmt))
 
+    def holds_live_claim(self, token: str, lease_s: float) -> bool:
+        """Whether ``token`` holds items whose claim was renewed within ``lease_s``."""
+        recent = utcnow() - timedelta(seconds=lease_s)
+        stmt = select(JobItem.id).where(
+            JobItem.worker_id == token, JobItem.status == "claimed", JobItem.claimed_at >= recent
+        )
+        return self.session.scalar(stmt.limit(1)) is not None
+
     def release(self, token: str) -> int:
         """Put the items ``token`` holds back to pending (a batch that will not run them now)."""
         result = self.session.execute(
