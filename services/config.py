@@ -42,8 +42,12 @@ class LLMEndpoint(BaseModel):
 
 
 class JudgeSettings(LLMEndpoint):
-    # Judge calls in flight at once, across every library and every worker using the same gateway.
-    max_concurrency: int = 8
+    # Judge calls in flight at once, across every library and every worker using the same gateway; on
+    # PostgreSQL, across every gateway on the database too (shared_bound).
+    max_concurrency: int = Field(default=8, ge=1, le=4096)
+    # PostgreSQL: max_concurrency bounds the judge calls of all processes on the database together (advisory
+    # locks held for each call, services/judge/slots.py); false: each gateway has its own bound.
+    shared_bound: bool = True
     language: str | None = None  # None: the dataset's language
     # A judge gateway run elsewhere (another ragmeta process) that workers send their judge calls through,
     # so one gateway bounds them all; None: the process starts its own when it first needs one.

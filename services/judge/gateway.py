@@ -41,7 +41,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -108,6 +108,14 @@ class Ledger:
         }
 
 
+class SharedBound(Protocol):
+    """A bound on upstream calls shared with other processes: a slot is held for each call."""
+
+    def slot(self) -> contextlib.AbstractAsyncContextManager[object]: ...
+
+    async def aclose(self) -> None: ...
+
+
 class JudgeFailure(Exception):
     def __init__(self, cause: str, message: str) -> None:
         super().__init__(f"{cause}: {message}")
@@ -156,8 +164,12 @@ class JudgeGateway:
         cache: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
+        shared: SharedBound | None = None,
     ):
         self.judge = judge.model_copy(deep=True)
+        # The bound shared with other processes' gateways (PostgreSQL: services.judge.slots), on top of this
+        # gateway's own ``max_concurrency``; None: this gateway's bound is the bound.
+        self.shared = shared
         self.session_factory = session_factory
         self.cache = cache and session_factory is not None
         self.ledgers: dict[str, Ledger] = {}
@@ -203,6 +215,8 @@ class JudgeGateway:
                     await self._flusher
             await self._flush()
             await self._client.aclose()
+            if self.shared is not None:
+                await self.shared.aclose()
 
         chat = [
             Route("/g/{token}/{metric}/{scope}/v1/chat/completions", self._endpoint, methods=["POST"]),
@@ -474,7 +488,7 @@ class JudgeGateway:
                 backoff = min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random())
                 await self.sleep(asked if asked is not None else backoff)
             asked = None
-            async with self._semaphore:
+            async with self._semaphore, self.shared.slot() if self.shared else contextlib.nullcontext():
                 t0 = time.perf_counter()
                 try:
                     resp = await self._client.post(url, json=payload, headers=headers)

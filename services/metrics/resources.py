@@ -64,9 +64,11 @@ class ScoringResources:
             if self._gateway is None:
                 from services.db import shared_session_factory
                 from services.judge.gateway import JudgeGateway
+                from services.judge.slots import judge_slots
 
                 factory = self.session_factory or shared_session_factory(self.settings.database_url)
-                self._gateway = JudgeGateway(judge, factory).start()
+                shared = judge_slots(self.settings)
+                self._gateway = JudgeGateway(judge, factory, shared=shared).start()
             return self._gateway.url
 
     @property
