@@ -20,6 +20,7 @@ from services.jobs.worker import JobContext, Worker
 from services.models import JobItem, MetricScore
 from tests.api.helpers import load_mini
 from tests.api.test_outputs import make_run, native_outputs
+from tests.conftest import Live
 
 PG = (os.environ.get("RAGMETA_TEST_DATABASE_URL") or "").startswith("postgresql")
 pg_only = pytest.mark.skipif(
@@ -214,3 +215,47 @@ def test_a_failing_batch_is_retried_by_the_queue_then_its_items_fail(
     assert (final["status"], final["done"], final["failed"]) == ("done", 0, job["total"])
     assert set(final["errors_by_cause"]) == {"exception"}
     assert _queue(engine) == []
+
+
+@pg_only
+async def test_concurrent_job_creation_defers_each_jobs_batches_exactly(
+    live_server: Live, engine: Engine
+) -> None:
+    """Load on the new write path: many clients create scoring jobs (and cancel/resume some) at once; every
+    answer is 2xx and every job's batches cover its pending items exactly once."""
+    import asyncio
+
+    import httpx
+
+    clients, metrics = 16, ["classic.bleu", "classic.rouge_l", "classic.rouge_lsum"]
+    async with httpx.AsyncClient(base_url=live_server.url, headers=live_server.headers, timeout=120) as c:
+        ds = (await c.post("/datasets", json={"name": "load", "language": "fr"})).json()["id"]
+        doc = [{"external_id": "d", "text": " ".join(f"Phrase {i}." for i in range(50))}]
+        assert (await c.post(f"/datasets/{ds}/documents", json=doc)).status_code == 200
+        qs = [{"external_id": f"q{i}", "question": f"Q{i}?", "reference_answer": f"R{i}."} for i in range(50)]
+        assert (await c.post(f"/datasets/{ds}/questions", json=qs)).status_code == 200
+        run = (await c.post(f"/datasets/{ds}/runs", json={"name": "r"})).json()["id"]
+        outs = [{"question_id": f"q{i}", "answer": f"A {i}."} for i in range(50)]
+        assert (await c.post(f"/runs/{run}/outputs", json=outs)).status_code == 200
+
+        async def one(i: int) -> int:
+            r = await c.post(f"/runs/{run}/scoring-jobs", json={"metrics": metrics, "recompute": True})
+            assert r.status_code == 202, r.text
+            job = int(r.json()["id"])
+            if i % 4 == 0:  # cancel and resume: a second set of batches for the same items
+                assert (await c.post(f"/jobs/{job}/cancel")).status_code == 200
+                assert (await c.post(f"/jobs/{job}/resume")).status_code == 200
+            return job
+
+        jobs = await asyncio.gather(*(one(i) for i in range(clients)))
+    assert len(set(jobs)) == clients
+    size = 512  # the default scoring batch: 150 items -> one batch per job, two for the resumed ones
+    queued = _queue(engine)
+    with engine.connect() as conn:
+        for i, job in enumerate(jobs):
+            ids = list(conn.scalars(select(JobItem.id).where(JobItem.job_id == job).order_by(JobItem.id)))
+            assert len(ids) == 150 <= size
+            mine = [a for _, _, a in queued if a["job_id"] == job]
+            assert len(mine) == (2 if i % 4 == 0 else 1), (job, mine)
+            for a in mine:
+                assert [x for x in ids if a["first"] <= x <= a["last"]] == ids
