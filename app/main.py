@@ -19,6 +19,7 @@ from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
     accounts,
+    comparisons,
     datasets,
     deletion,
     estimates,
@@ -157,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scoring,
         reports,
         estimates,
+        comparisons,
         jobs,
         studies,
         deletion,

@@ -75,7 +75,8 @@ def render(
     metric_href: Callable[[str], str] | None = None,
     extra_sections: str = "",
 ) -> str:
-    """The page; ``extra_sections`` (HTML) go after the analyses (the single-run estimates)."""
+    """The page; ``extra_sections`` (HTML) go after the analyses (the single-run estimates, or the
+    comparisons between pooled runs)."""
     runs = text.runs_label(report)
     parts = [f"<h1>Which metrics track your raters? — {escape(runs)}</h1>", _warnings(report)]
     for note in report.notes:

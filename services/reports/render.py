@@ -69,6 +69,14 @@ def page(session: Session, settings: Settings, rep: ReportRead, run_ids: list[in
     if len(run_ids) == 1:
         # Single-run sections: the human score from few ratings (PPI) and judge sensitivity.
         extra = page_sections(session, settings, run_ids[0], int(rep.filters.get("k") or 5))
+    else:
+        # Pooled runs: the comparisons between them (system level, pairwise preference).
+        from services.reports.comparisons import page_sections as comparison_sections
+
+        boot = rep.bootstrap or {}
+        k = int(rep.filters.get("k") or 5)
+        seed, n_resamples = int(boot.get("seed", 0)), int(boot.get("n_resamples", 2000))
+        extra = comparison_sections(session, settings, run_ids, seed, n_resamples, k)
     return html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric), extra)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import selectinload
 
-from services.models import Output, Question, Rating, RatingTask, TaskItem, TaskRater, User
+from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater, User
 from services.repository import Repository
 
 
@@ -84,3 +84,33 @@ class TaskRepository(Repository):
 
     def delete(self, obj: object) -> None:
         self.session.delete(obj)
+
+    def pairwise_preferences(self, run_a: int, run_b: int) -> list[tuple[str, int, int, int, int, int, int]]:
+        """(question external id, task id, user id, preference, task's run A, rubric min, rubric max) of every
+        preference given in a pairwise task on these two runs, in either order."""
+        stmt = (
+            select(
+                Question.external_id,
+                RatingTask.id,
+                TaskItem.user_id,
+                TaskItem.preference,
+                RatingTask.run_id,
+                Rubric.min_score,
+                Rubric.max_score,
+            )
+            .join(RatingTask, RatingTask.id == TaskItem.task_id)
+            .join(Rubric, Rubric.id == RatingTask.rubric_id)
+            .join(Question, Question.id == TaskItem.question_id)
+            .where(
+                RatingTask.mode == "pairwise",
+                TaskItem.preference.is_not(None),
+                or_(
+                    and_(RatingTask.run_id == run_a, RatingTask.run_b_id == run_b),
+                    and_(RatingTask.run_id == run_b, RatingTask.run_b_id == run_a),
+                ),
+            )
+            .order_by(Question.external_id, RatingTask.id, TaskItem.user_id)
+        )
+        return [
+            (q, t, u, p, a, lo, hi) for q, t, u, p, a, lo, hi in self.session.execute(stmt) if p is not None
+        ]
