@@ -292,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--once", action="store_true", help="exit when no work is left")
     client.add_commands(sub, url)
     _add_estimate_commands(sub, url)
+    # Comparisons between runs (pairwise preference, system level).
+    from app import compare_client
+
+    compare_client.add_commands(sub, url)
     return parser
 
 

@@ -30,10 +30,12 @@ from services.runs.schemas import RunCreate, SystemConfig
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 DATASET = "demo-nebulis-fr"
-# The two system versions of the demo, produced by the service itself, offline.
+# The three system versions of the demo, produced by the service itself, offline (three retrievers, one
+# generator): enough runs for the system-level section of the pooled report.
 RUNS = {
     "hybrid-extractive": SystemConfig(retriever="hybrid", k=5, generator="extractive"),
     "bm25-extractive": SystemConfig(retriever="bm25", k=5, generator="extractive"),
+    "dense-extractive": SystemConfig(retriever="dense", k=5, generator="extractive"),
 }
 RATERS = ILLUSTRATIVE_RATERS
 RATINGS_NOTE = ILLUSTRATIVE_NOTE
@@ -88,7 +90,7 @@ def ensure_run(session: Session, dataset_id: int, name: str) -> int:
 
 
 def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say) -> dict[str, Any]:
-    """Load the demo, index it, produce (or import) both runs, import the ratings, score offline metrics."""
+    """Load the demo, index it, produce (or import) its runs, import the ratings, score offline metrics."""
     t0 = time.perf_counter()
     with factory.begin() as s:
         dataset_id = ensure_dataset(s)
@@ -142,7 +144,8 @@ def summary(
 
     with factory() as s:
         report = build_report(s, settings, list(run_ids.values()))
-    lines = [f"Demo report (both runs pooled, {report.reference_score['n_with_reference']} rated outputs):"]
+    n_rated = report.reference_score["n_with_reference"]
+    lines = [f"Demo report ({len(run_ids)} runs pooled, {n_rated} rated outputs):"]
     if report.coverage:
         lines.append(f"  {report.coverage.summary}")
     res = (report.agreement or {}).get("result") or {}
@@ -170,7 +173,10 @@ def summary(
             lines.append(f"       {m.metric:<28} r = {text.corr(m.pearson, signed=True)}, n = {m.n}")
     lines.append("  " + RATINGS_NOTE)
     ids = ",".join(map(str, run_ids.values()))
-    lines.append(f"Report page (both runs pooled): {base_url}/report.html?runs={ids}")
+    lines.append(
+        f"Report page ({len(run_ids)} runs pooled, with the system-level and pairwise sections): "
+        f"{base_url}/report.html?runs={ids}"
+    )
     lines.append(f"Landing page: {base_url}/   API docs: {base_url}/docs   Metrics: {base_url}/metrics")
     return "\n".join(lines)
 

@@ -48,6 +48,7 @@ from services.metrics.resources import ScoringResources
 from services.offline import apply_offline_env
 from services.ratings.schemas import RaterCreate, RatingIn
 from services.reports.cache import ReportCache
+from services.reports.comparison_schemas import PairwiseRead, SystemsRead
 from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
@@ -60,6 +61,8 @@ log = logging.getLogger("ragmeta")
 # discovered by FastAPI; they are added to the OpenAPI components so clients can see them.
 EXTRA_SCHEMAS: list[type[Any]] = [
     ReportRead,
+    PairwiseRead,
+    SystemsRead,
     DocumentCreate,
     QuestionCreate,
     NativeOutput,

@@ -61,7 +61,7 @@ class PairwiseRead(BaseModel):
         "the two answers' human reference scores (no preference ratings exist for this pair)"
     )
     source_detail: str
-    preference_scale: tuple[float, float] = Field(description="range of a preference (B over A)")
+    preference_scale: list[float] = Field(description="[min, max] of a preference (B over A)")
     n_questions_both: int = Field(description="questions answered in both runs")
     n_pairs: int = Field(description="questions with a human preference")
     n_human_ties: int = Field(description="pairs whose preference is exactly 0 (left out of sign agreement)")

@@ -159,7 +159,7 @@ def _corr(c: Corr) -> str:
 
 
 def _warnings_html(scope: str, warnings: list[Any], notes: list[str]) -> str:
-    out = [f"<p class='note'><b>Illustrative</b> — {escape(n)}</p>" for n in notes]
+    out = [f"<p class='note run-note'>{escape(n)}</p>" for n in notes]
     if warnings:
         items = "".join(f"<li><b>{escape(w.scope)}</b>: {escape(w.message)}</li>" for w in warnings)
         out.append(f"<div class='warnings' role='note'><b>Read with care ({scope})</b><ul>{items}</ul></div>")
@@ -193,12 +193,13 @@ def pairwise_html(read: PairwiseRead, figure_href: str | None = None, svg: str |
                 if s.estimate is not None
                 else escape(s.undefined_reason or "")
             )
+            if m.n_metric_ties:
+                sign += f" ({m.n_metric_ties} metric ties)"
             c = m.comparison
             vs = "best" if m.metric == read.best else "—"
             if c is not None and c.difference is not None:
-                vs = f"{c.difference:+.2f}{_ci(c.ci_low, c.ci_high)}, {_f(c.holm_p, 3)}"
-                if c.indistinguishable_from_best:
-                    vs += " (not distinguishable)"
+                star = " *" if c.holm_p is not None and c.holm_p < 0.05 else ""
+                vs = f"{c.difference:+.2f}{_ci(c.ci_low, c.ci_high)}, {_f(c.holm_p, 3)}{star}"
             label = escape(m.metric + ("" if m.higher_is_better else " (↓ better)"))
             cls = " class='top'" if m.metric == read.best else ""
             body.append(
@@ -208,7 +209,8 @@ def pairwise_html(read: PairwiseRead, figure_href: str | None = None, svg: str |
         parts.append(
             f"<div class='wide'><table class='analysis' id='table-{anchor}'>{head}"
             + "".join(body)
-            + "</table></div>"
+            + "</table></div><p class='muted'>Differences are B − A, sign flipped for ↓ metrics; vs best: "
+            "Zou's interval of r(best) − r(metric), * = Holm p &lt; 0.05 (worse than the best).</p>"
         )
     if read.not_computed:
         nc = "".join(f"<li>{escape(n.metric)}: {escape(n.reason)}</li>" for n in read.not_computed)
@@ -226,7 +228,7 @@ def _test(t: PairTest) -> str:
     if t.ci_low is None:
         return f"{t.difference:+.2f} ({escape(t.undefined_reason or '')})"
     star = " *" if t.holm_p is not None and t.holm_p < 0.05 else ""
-    return f"{t.difference:+.2f}{_ci(t.ci_low, t.ci_high)}, Holm p {_f(t.holm_p, 3)}{star}"
+    return f"{t.difference:+.2f}{_ci(t.ci_low, t.ci_high)} p {_f(t.holm_p, 3)}{star}"
 
 
 def systems_html(read: SystemsRead) -> str:
@@ -258,7 +260,7 @@ def systems_html(read: SystemsRead) -> str:
     if read.metrics:
         run_heads = "".join(f"<th>mean {escape(names[r.id])}</th>" for r in read.runs)
         pair_heads = "".join(
-            f"<th>{escape(f'#{b} − #{a}')}: metric Δ / same winner?</th>"
+            f"<th>{escape(f'#{b} − #{a}')}: metric Δ [CI] Holm p · winner</th>"
             for a, b in combinations([r.id for r in read.runs], 2)
         )
         head = (
@@ -277,8 +279,8 @@ def systems_html(read: SystemsRead) -> str:
                 tau += f" ({escape(k.undefined_reason)})"
             means = "".join(f"<td>{_f(x.mean, 3)}</td>" for x in m.means)
             pairs = "".join(
-                f"<td>{_test(p.metric)} / "
-                f"{'—' if p.same_winner is None else ('yes' if p.same_winner else '<b>no</b>')}</td>"
+                f"<td>{_test(p.metric)} · "
+                f"{'—' if p.same_winner is None else ('same' if p.same_winner else '<b>other</b>')}</td>"
                 for p in m.pairs
             )
             label = escape(m.metric + ("" if m.higher_is_better else " (↓ better)"))
@@ -291,7 +293,8 @@ def systems_html(read: SystemsRead) -> str:
             + head
             + "".join(body)
             + "</table></div><p class='muted'>Metric differences are oriented (positive: B better; sign "
-            "flipped for ↓ metrics); * = Holm p &lt; 0.05 over the pairs of runs.</p>"
+            "flipped for ↓ metrics); * = Holm p &lt; 0.05 over the pairs of runs; winner: the same as the "
+            "humans' (same) or the other run (other); — when the humans' means are equal.</p>"
         )
     if read.not_computed:
         nc = "".join(f"<li>{escape(n.metric)}: {escape(n.reason)}</li>" for n in read.not_computed)

@@ -99,7 +99,7 @@ def wilson(correct: int, total: int) -> Proportion:
 class Preferences:
     source: PreferenceSource
     detail: str
-    scale: tuple[float, float]
+    scale: list[float]
     labels: dict[str, float]  # question external id -> preference for B over A
 
 
@@ -119,12 +119,12 @@ def _task_preferences(session: Session, run_a: int, run_b: int, questions: set[s
     if not by_question:
         return None
     detail = (
-        f"side-by-side preferences from {len(tasks)} pairwise rating task(s), {len(raters)} rater queue(s); "
+        f"Side-by-side preferences from {len(tasks)} pairwise rating task(s), {len(raters)} rater queue(s); "
         "each rater's score mapped to -2..2 (positive: run B's answer preferred), mean over the raters "
         "of each question"
     )
     return Preferences(
-        "preference_ratings", detail, (-2.0, 2.0), {q: float(np.mean(v)) for q, v in by_question.items()}
+        "preference_ratings", detail, [-2.0, 2.0], {q: float(np.mean(v)) for q, v in by_question.items()}
     )
 
 
@@ -140,11 +140,11 @@ def _absolute_preferences(
     rubric = data.ratings.rubric
     width = float(rubric.max_score - rubric.min_score) if rubric is not None else 4.0
     detail = (
-        "no preference ratings exist for this pair of runs: the preference is derived from the absolute "
+        "No preference ratings exist for this pair of runs: the preference is derived from the absolute "
         "ratings, human reference score of run B's answer minus run A's (questions whose two answers both "
         "have a reference score)"
     )
-    return Preferences("absolute_ratings", detail, (-width, width), labels)
+    return Preferences("absolute_ratings", detail, [-width, width], labels)
 
 
 def _bad(field: str, message: str, reason: str | None = None) -> InvalidItems:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from app import client as cli
+from app.cli import build_parser
 from tests.api.helpers import assert_envelope
 from tests.api.team import QUESTIONS, all_outputs, make_team
 from tests.api.test_outputs import make_run
@@ -111,7 +114,7 @@ def test_pairwise_from_absolute_ratings_against_scipy(client: TestClient, three_
     _, runs = three_runs
     params = {"run_a": runs["a"], "run_b": runs["b"], "seed": SEED, "n_resamples": RESAMPLES}
     read = client.get("/reports/pairwise", params=params).json()
-    assert read["source"] == "absolute_ratings" and "no preference ratings" in read["source_detail"]
+    assert read["source"] == "absolute_ratings" and "No preference ratings" in read["source_detail"]
     pref = _ordered(HUMAN["b"] - HUMAN["a"])
     assert read["n_pairs"] == N_Q and read["n_human_ties"] == int((pref == 0).sum()) > 0
     assert (read["human_prefers_b"], read["human_prefers_a"]) == (
@@ -381,3 +384,27 @@ def test_systems_bad_input(client: TestClient, three_runs: Any, case: str) -> No
         ids[2] = client.post(f"/datasets/{ds}/runs", json={"name": "empty"}).json()["id"]
     r = client.get("/reports/systems", params={"runs": ",".join(map(str, ids))})
     assert assert_envelope(r, status)["items"][0]["field"] == "runs"
+
+
+def test_cli_commands(
+    client: TestClient, three_runs: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, runs = three_runs
+
+    def run(*argv: str) -> int:
+        return cli._dispatch(client, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
+
+    a, b, c = (str(runs[k]) for k in "abc")
+    assert run("pairwise", a, b) == 0
+    out = capsys.readouterr().out
+    assert f"run {b} (b) vs run {a} (r)" in out and "external.m" in out and "not computed: external.a" in out
+    target = tmp_path / "pair.csv"
+    assert run("pairwise", a, b, "-o", str(target)) == 0
+    assert target.read_text().splitlines()[0].startswith("run_a,run_b,source,metric")
+    svg = tmp_path / "pair.svg"
+    assert run("pairwise", a, b, "-o", str(svg)) == 0 and "<svg" in svg.read_text()
+    assert run("systems", f"{a},{b},{c}") == 0
+    out = capsys.readouterr().out
+    assert "System level over 3 runs, 12 questions" in out and "external.hallu" in out
+    with pytest.raises(cli.ClientError, match=r"runs: 2 distinct run\(s\) given"):
+        run("systems", f"{a},{b}")

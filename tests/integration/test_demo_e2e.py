@@ -1,4 +1,4 @@
-"""The main job end to end on a temporary database: the demo is loaded, indexed, its two runs imported,
+"""The main job end to end on a temporary database: the demo is loaded, indexed, its three runs imported,
 rated and scored with every offline metric, and reported; the shipped runs are what the service produces."""
 
 from __future__ import annotations
@@ -59,7 +59,12 @@ def test_demo_end_to_end(
                 # the 8 unanswerable questions have no reference answer: excluded with that reason
                 assert m["n"] + sum(m["excluded"].values()) == 50
         pooled = client.get("/report", params={"runs": ",".join(map(str, info["runs"].values()))}).json()
-        assert pooled["reference_score"]["n_items"] == 100
+        assert pooled["reference_score"]["n_items"] == 150
+        # The pooled page carries the comparisons between the three runs, labelled illustrative.
+        ids = ",".join(map(str, info["runs"].values()))
+        page = client.get("/report.html", params={"runs": ids, "n_resamples": 200}).text
+        assert "id='table-system-level'" in page and page.count("<h3 id='pairwise-") == 3
+        assert page.count(f"<p class='note run-note'>{RATINGS_NOTE}</p>") == 4  # system level, 3 pairs
         text = summary(factory, s, info["runs"], "http://127.0.0.1:8000")
         assert "Krippendorff alpha" in text and "report.html?runs=" in text
         assert "8 of 38 metrics computed; 30 need an LLM judge (set RAGMETA_JUDGE__BASE_URL" in text
