@@ -40,6 +40,9 @@ from services.reports.service import _higher_is_better, _library_kind, run_notes
 FloatArray = NDArray[np.float64]
 MIN_RUNS = 3
 _CHUNK_ELEMENTS = 500_000
+# Run means are compared at this many decimals: two runs whose means are equal in exact arithmetic (integer
+# ratings often are) tie, whatever order the floating-point sums were taken in.
+MEAN_DECIMALS = 10
 
 
 def run_mean(run_id: int, x: FloatArray) -> RunMean:
@@ -63,7 +66,8 @@ def paired_test(run_a: int, run_b: int, a: FloatArray, b: FloatArray) -> PairTes
     base = PairTest(run_a=run_a, run_b=run_b, n=n, difference=None, ci_low=None, ci_high=None, p_value=None)
     if n < 2:
         return base.model_copy(update={"undefined_reason": "fewer than 2 questions"})
-    mean = float(diff.mean())
+    # Rounded like the run means: a difference that is 0 in exact arithmetic is 0 (no winner).
+    mean = round(float(diff.mean()), MEAN_DECIMALS) + 0.0
     if float(np.ptp(diff)) == 0.0:
         return base.model_copy(
             update={
@@ -105,7 +109,8 @@ def rank_bootstrap(
     """tau-b of the run means on resamples of the questions (columns of the runs x questions matrices).
 
     Resample r draws the questions ``np.random.default_rng(seed).integers(0, q, size=(n_resamples, q))[r]``
-    (drawn in blocks, the same stream). Returns the defined values and how many resamples were undefined.
+    (drawn in blocks, the same stream); means are rounded to ``MEAN_DECIMALS`` before ranking. Returns the
+    defined values and how many resamples were undefined.
     """
     q = human.shape[1]
     rng = np.random.default_rng(seed)
@@ -116,7 +121,9 @@ def rank_bootstrap(
         idx = rng.integers(0, q, size=(size, q), dtype=np.int64)
         counts = np.zeros((size, q))
         np.add.at(counts, (np.repeat(np.arange(size), q), idx.ravel()), 1.0)
-        out[start : start + size] = _tau_b(counts @ human.T / q, counts @ metric.T / q)
+        hm = np.round(counts @ human.T / q, MEAN_DECIMALS)
+        mm = np.round(counts @ metric.T / q, MEAN_DECIMALS)
+        out[start : start + size] = _tau_b(hm, mm)
     defined = out[np.isfinite(out)]
     return defined, int(n_resamples - defined.size)
 
@@ -179,7 +186,8 @@ def systems(
         M = np.array([[col.values[outs[r][common[i]]] for i in qs] for r in ids], dtype=np.float64)
         Hm = H[:, qs]
         sign = 1.0 if hib else -1.0
-        hmeans, mmeans = Hm.mean(axis=1), sign * M.mean(axis=1)
+        hmeans = np.round(Hm.mean(axis=1), MEAN_DECIMALS)
+        mmeans = np.round(sign * M.mean(axis=1), MEAN_DECIMALS)
         level = stats.system_level(hmeans, mmeans)
         tau = level.kendall
         defined, n_undefined = rank_bootstrap(Hm, sign * M, n_resamples, seed)
