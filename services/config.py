@@ -104,6 +104,10 @@ class ScoringSettings(BaseModel):
     max_inline_samples: int = Field(default=10, ge=1, le=1000)
     # POST /score requests scored at once; more wait their turn (their judge calls share the judge bound).
     max_inline_requests: int = Field(default=4, ge=1, le=256)
+    # Scoring jobs reuse a judge score computed before from the same cached judge answers (same metric,
+    # configuration, prompts and sample content) instead of running the library again over them
+    # (services/metrics/memo.py); refresh_judge_cache always bypasses it.
+    score_memo: bool = True
 
 
 class RatingSettings(BaseModel):

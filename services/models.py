@@ -341,6 +341,25 @@ class JudgeCall(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class ScoreMemo(Base):
+    """A judge score and the cached judge answers it was computed from (services/metrics/memo.py), keyed on
+    everything the score depends on: metric, configuration (library version, judge, language, prompt
+    templates), the library-side state it read (translated prompts, RAGChecker checkpoint) and the sample's
+    content. Valid only while every one of those answers is still the cached one."""
+
+    __tablename__ = "score_memo"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200))
+    value: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # judge-call cache key -> digest of the answer (services.judge.gateway.answer_digest)
+    answers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class User(Timestamps, Base):
     """An account: a person or a program, with one role (admin, editor, rater, viewer)."""
 

@@ -96,15 +96,22 @@ class Ledger:
     occurrences: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
     # Requests a refreshed batch has had answered afresh (it may read those from the cache).
     fresh: set[str] = field(default_factory=set)
+    # The answers each (metric, scope) was given: request key -> digest of the answer (``answer_digest``).
+    # What a score rests on, for the score memo (services.metrics.memo).
+    answers: dict[tuple[str, str], dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
 
     def report(self) -> dict[str, Any]:
         scopes: dict[str, dict[str, Any]] = defaultdict(dict)
         for (metric, scope), usage in self.scopes.items():
             scopes[metric][scope] = usage.as_dict()
+        answers: dict[str, dict[str, Any]] = defaultdict(dict)
+        for (metric, scope), given in self.answers.items():
+            answers[metric][scope] = dict(given)
         return {
             "job": self.job,
             "metrics": {m: u.as_dict() for m, u in self.usage.items()},
             "scopes": dict(scopes),
+            "answers": dict(answers),
         }
 
 
@@ -145,6 +152,13 @@ def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | N
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def answer_digest(response: dict[str, Any]) -> str:
+    """A digest of one judge answer as stored in the cache (canonical JSON: the same after a round trip
+    through SQLite's JSON or PostgreSQL's JSONB)."""
+    blob = json.dumps(response, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
 def request_key(model: str, body: dict[str, Any], occurrence: int) -> str:
@@ -360,7 +374,7 @@ class JudgeGateway:
         while True:
             waiting = self._pending.get(key) if readable else None
             if waiting is not None:
-                self._hit(ledger, key, usages)
+                self._hit(ledger, key, usages, metric, scope, waiting.response)
                 return JSONResponse(waiting.response)
             claim = self._inflight.get(key) if self.cache else None
             if claim is None:
@@ -370,7 +384,7 @@ class JudgeGateway:
             except JudgeFailure:
                 break
             if fresh or readable:
-                self._hit(ledger, key, usages)
+                self._hit(ledger, key, usages, metric, scope, response)
                 return JSONResponse(response)
             # an answer read from the table while this batch refreshes: ask again (claim the key anew)
         future: asyncio.Future[tuple[dict[str, Any], bool]] = asyncio.get_running_loop().create_future()
@@ -380,7 +394,7 @@ class JudgeGateway:
             if stored is not None:
                 future.set_result((stored, False))
                 self._inflight.pop(key, None)
-                self._hit(ledger, key, usages)
+                self._hit(ledger, key, usages, metric, scope, stored)
                 return JSONResponse(stored)
             response, latency, retries = await self._forward(model, body)
             future.set_result((response, True))
@@ -405,6 +419,7 @@ class JudgeGateway:
         tokens = response.get("usage") or {}
         if ledger.refresh:
             ledger.fresh.add(key)
+        ledger.answers[(metric, scope)][key] = answer_digest(response)
         for usage in usages:
             usage.upstream_calls += 1
             usage.upstream_retries += retries
@@ -425,9 +440,17 @@ class JudgeGateway:
         return JSONResponse(response)
 
     @staticmethod
-    def _hit(ledger: Ledger, key: str, usages: tuple[Usage, ...]) -> None:
+    def _hit(
+        ledger: Ledger,
+        key: str,
+        usages: tuple[Usage, ...],
+        metric: str,
+        scope: str,
+        response: dict[str, Any],
+    ) -> None:
         if ledger.refresh:
             ledger.fresh.add(key)
+        ledger.answers[(metric, scope)][key] = answer_digest(response)
         for usage in usages:
             usage.cache_hits += 1
 

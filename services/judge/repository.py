@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from services.models import JudgeCall, utcnow
+from services.models import JudgeCall, ScoreMemo, utcnow
 from services.repository import Repository
 
 
@@ -30,8 +30,13 @@ class JudgeCallRepository(Repository):
         return self.session.scalar(select(JudgeCall).where(JudgeCall.key == key))
 
     def responses(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self.session.execute(select(JudgeCall.key, JudgeCall.response).where(JudgeCall.key.in_(keys)))
-        return {key: dict(response) for key, response in rows}
+        found: dict[str, dict[str, Any]] = {}
+        for part in _chunks(keys):
+            rows = self.session.execute(
+                select(JudgeCall.key, JudgeCall.response).where(JudgeCall.key.in_(part))
+            )
+            found.update((key, dict(response)) for key, response in rows)
+        return found
 
     def put_many(self, calls: Sequence[CachedCall]) -> None:
         """Insert the answers, or replace a stored one (a refreshed answer supersedes it), in one statement;
@@ -69,3 +74,41 @@ class JudgeCallRepository(Repository):
             },
         )
         self.session.execute(stmt)
+
+
+def _chunks(keys: Sequence[str], size: int = 900) -> list[Sequence[str]]:
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
+
+
+class ScoreMemoRepository(Repository):
+    """SQL for the score memo (services/metrics/memo.py)."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, ScoreMemo]:
+        found: dict[str, ScoreMemo] = {}
+        for part in _chunks(list(dict.fromkeys(keys))):
+            found.update(
+                (m.key, m) for m in self.session.scalars(select(ScoreMemo).where(ScoreMemo.key.in_(part)))
+            )
+        return found
+
+    def put_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert the entries or replace those with the same key (the caller commits)."""
+        if not rows:
+            return
+        latest = list({r["key"]: {"created_at": utcnow(), **r} for r in rows}.values())
+        dialect = self.session.get_bind().dialect.name
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+        for part in [latest[i : i + 500] for i in range(0, len(latest), 500)]:
+            stmt = insert(ScoreMemo).values(part)
+            excluded = stmt.excluded
+            stmt = stmt.on_conflict_do_update(
+                index_elements=[ScoreMemo.key],
+                set_={
+                    name: getattr(excluded, name)
+                    for name in ("metric", "value", "reason", "details", "answers", "job_id", "created_at")
+                },
+            )
+            self.session.execute(stmt)

@@ -90,6 +90,11 @@ class SampleScore:
     details: dict[str, Any] = field(default_factory=dict)
     tokens: int | None = None
     latency_ms: float | None = None
+    # The judge answers the score rests on (request key -> answer digest, from the batch ledger); not
+    # stored with the score, only in the score memo (services.metrics.memo).
+    judge_answers: dict[str, str] | None = None
+    # The library-side state the score was computed from (``memo_basis``), when the adapter took it then.
+    memo_basis: str | None = None
 
 
 class MetricAdapter(Protocol):

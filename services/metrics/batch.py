@@ -144,6 +144,7 @@ def _account(
 ) -> None:
     """Each judge score's tokens, calls and cache hits, from the batch ledger's figures for its scope."""
     scopes: dict[str, dict[str, dict[str, Any]]] = report.get("scopes", {})
+    answers: dict[str, dict[str, dict[str, str]]] = report.get("answers", {})
     for adapter, w, results in zip(adapters, work, scores, strict=True):
         ledger_metric = getattr(adapter, "ledger_metric", None)
         scope_of = getattr(adapter, "scope", None)
@@ -151,6 +152,8 @@ def _account(
             continue
         name = ledger_metric()
         for sample, res in zip(w.samples, results, strict=True):
+            if res.error is None:
+                res.judge_answers = dict(answers.get(name, {}).get(scope_of(sample), {}))
             usage = scopes.get(name, {}).get(scope_of(sample))
             if usage is None:
                 if res.value is None and res.error is None:

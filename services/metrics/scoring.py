@@ -25,8 +25,12 @@ from services.jobs.worker import JobContext
 from services.judge.gateway import Usage
 from services.metrics import registry
 from services.metrics.base import MetricAdapter, SampleScore
-from services.metrics.batch import MetricWork, score_batch
+from services.metrics.batch import BatchResult, MetricWork, batch_context, score_batch
 from services.metrics.context import ScoringContext
+from services.metrics.memo import Candidate, keys_for, memo_key, memoizable
+from services.metrics.memo import entry as memo_entry
+from services.metrics.memo import lookup as memo_lookup
+from services.metrics.memo import store as store_memo
 from services.metrics.resources import ScoringResources
 from services.metrics.samples import build_samples
 from services.models import Job
@@ -162,6 +166,85 @@ def _add_judge_usage(session: Session, job_id: int, usage: dict[str, dict[str, A
     stored.summary = {**(stored.summary or {}), "judge_usage": totals}
 
 
+def _add_memo_hits(session: Session, job_id: int, hits: int) -> None:
+    stored = session.get(Job, job_id)
+    if stored is not None:
+        summary = dict(stored.summary or {})
+        summary["score_memo_hits"] = int(summary.get("score_memo_hits", 0)) + hits
+        stored.summary = summary
+
+
+class _Memo:
+    """A batch's use of the score memo (services/metrics/memo.py): which (metric, sample) scores it
+    supplies, the work left for the libraries, and the entries of what they computed."""
+
+    def __init__(self, settings: Settings, work: list[MetricWork], language: str, use: bool) -> None:
+        self.work = work
+        self.ctx = batch_context(settings, None, language=language, job="memo")
+        self.adapters = [registry.load_adapter(w.resolved) for w in work]
+        self.active = use and any(memoizable(a) for a in self.adapters)
+        self.hits: dict[Candidate, SampleScore] = {}
+        self._left: list[list[int]] = [list(range(len(w.samples))) for w in work]
+        self._configs: list[str] = [
+            config_key(w.resolved.full_name, a.config(self.ctx.for_k(w.resolved.k)))
+            for a, w in zip(self.adapters, work, strict=True)
+        ]
+
+    def lookup(self, session: Session) -> None:
+        candidates: list[Candidate] = []
+        for i, (adapter, w) in enumerate(zip(self.adapters, self.work, strict=True)):
+            if not memoizable(adapter):
+                continue
+            keys = keys_for(
+                adapter, w.resolved.full_name, self._configs[i], w.samples, self.ctx.for_k(w.resolved.k)
+            )
+            candidates += [Candidate(i, j, key) for j, key in enumerate(keys) if key is not None]
+        self.hits = memo_lookup(session, candidates)
+        found = {(c.item, c.index) for c in self.hits}
+        self._left = [[j for j in left if (i, j) not in found] for i, left in enumerate(self._left)]
+
+    def remaining(self) -> list[MetricWork]:
+        return [
+            MetricWork(w.resolved, [w.samples[j] for j in left])
+            for w, left in zip(self.work, self._left, strict=True)
+        ]
+
+    def merge(self, computed: BatchResult | None) -> BatchResult:
+        """Every work item's scores in sample order: memo hits and computed ones."""
+        by_pos = {(c.item, c.index): res for c, res in self.hits.items()}
+        scores: list[list[SampleScore]] = []
+        for i, w in enumerate(self.work):
+            done = iter(computed.scores[i]) if computed is not None else iter(())
+            left = set(self._left[i])
+            scores.append([next(done) if j in left else by_pos[(i, j)] for j in range(len(w.samples))])
+        if computed is not None:
+            return BatchResult(scores, computed.configs, computed.judge_usage)
+        configs = [
+            a.config(self.ctx.for_k(w.resolved.k)) for a, w in zip(self.adapters, self.work, strict=True)
+        ]
+        return BatchResult(scores, configs, {})
+
+    def entries(self, computed: BatchResult | None, job_id: int) -> list[dict[str, Any]]:
+        """Memo rows for the scores the libraries just computed."""
+        if not self.active or computed is None:
+            return []
+        rows: list[dict[str, Any]] = []
+        for i, (adapter, w) in enumerate(zip(self.adapters, self.work, strict=True)):
+            if not memoizable(adapter):
+                continue
+            ctx = self.ctx.for_k(w.resolved.k)
+            for j, res in zip(self._left[i], computed.scores[i], strict=True):
+                sample = w.samples[j]
+                basis = res.memo_basis if res.memo_basis is not None else adapter.memo_basis(sample, ctx)  # type: ignore[attr-defined]
+                if basis is None:
+                    continue
+                key = memo_key(w.resolved.full_name, self._configs[i], basis, sample, self.ctx.language)
+                row = memo_entry(key, w.resolved.full_name, basis, res, job_id)
+                if row is not None:
+                    rows.append(row)
+        return rows
+
+
 class ScoringHandler:
     batch_size = 512
 
@@ -195,24 +278,31 @@ class ScoringHandler:
                 outcome[f"{name}|{oid}"] = "missing: the output was deleted"
             work.append(MetricWork(resolved[name], [k_samples[o] for o in found]))
             present.append(found)
+        refresh = bool(job.params.get("refresh_judge_cache"))
+        memo = _Memo(ctx.settings, work, language, use=ctx.settings.scoring.score_memo)
+        if memo.active and not refresh:
+            with ctx.read_factory() as session:
+                memo.lookup(session)
         resources: ScoringResources | None = ctx.resources
         own = resources is None
         if resources is None:  # a worker without long-lived resources (tools): this batch's own
             resources = ScoringResources(ctx.settings, ctx.session_factory)
         try:
-            result = resources.run(
-                score_batch(
-                    ctx.settings,
-                    resources,
-                    work,
-                    language=language,
-                    job=str(job.id),
-                    refresh=bool(job.params.get("refresh_judge_cache")),
+            todo = memo.remaining()
+            computed = (
+                resources.run(
+                    score_batch(
+                        ctx.settings, resources, todo, language=language, job=str(job.id), refresh=refresh
+                    )
                 )
+                if any(w.samples for w in todo)
+                else None
             )
         finally:
             if own:
                 resources.close()
+        result = memo.merge(computed)
+        memo_rows = memo.entries(computed, job.id)
         # The batch's scores are stored in one short write transaction.
         with ctx.session_factory() as session:
             lock_run(session, int(job.params["run_id"]))
@@ -234,5 +324,9 @@ class ScoringHandler:
                     outcome[f"{name}|{oid}"] = res.error
             _store(session, job, rows)
             _add_judge_usage(session, job.id, result.judge_usage)
+            if memo_rows:
+                store_memo(session, memo_rows)
+            if memo.hits:
+                _add_memo_hits(session, job.id, len(memo.hits))
             session.commit()
         return outcome

@@ -131,6 +131,12 @@ class JudgeAdapter(BaseAdapter):
     def scope(self, sample: Sample) -> str:
         return f"o{sample.output_id}"
 
+    def memo_basis(self, sample: Sample, ctx: ScoringContext) -> str | None:
+        """A digest of the library-side state (besides the judge's cached answers) a score of ``sample``
+        would be computed from now: part of its score-memo key (services/metrics/memo.py). "" when there
+        is none; None when it cannot be vouched for (the memo is not used)."""
+        return ""
+
     @staticmethod
     def model_name(ctx: ScoringContext) -> str:
         return ctx.settings.judge.model or "judge"

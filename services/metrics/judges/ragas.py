@@ -37,6 +37,7 @@ import re
 import threading
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +205,12 @@ def _undefined(metric: str, outputs: list[Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    metric: Any  # the collections metric object every sample of the call uses
+    basis: str | None  # memo_basis when its prompts were loaded
+
+
 class Adapter(JudgeAdapter):
     library = "ragas"
     translates_prompts = True
@@ -356,7 +363,30 @@ class Adapter(JudgeAdapter):
         metric = self._build(llm, embeddings)
         for attr, prompt in adapted.items():
             setattr(metric, attr, prompt)
-        return metric
+        # The translated prompts just loaded, as the score memo identifies them.
+        return _Prepared(metric, self.memo_basis(None, ctx))
+
+    def memo_basis(self, sample: Sample | None, ctx: ScoringContext) -> str | None:
+        """English prompts are the library's own (its version is in the configuration); translated ones are
+        the files under ``<data_dir>/prompts/ragas/<language>/<judge model>/`` (a refreshed job rewrites
+        them): their digest, None before there are any."""
+        if self.prompt_language(ctx) == "en":
+            return ""
+        root = (
+            ctx.settings.data_dir
+            / "prompts"
+            / "ragas"
+            / self.prompt_language(ctx)
+            / _slug(self.model_name(ctx))
+        )
+        try:
+            files = sorted(p for p in root.iterdir() if p.suffix == ".json")
+            digest = hashlib.sha256()
+            for path in files:
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            return None
+        return digest.hexdigest()[:32] if files else None
 
     async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
         inputs = self._inputs(sample)
@@ -365,7 +395,7 @@ class Adapter(JudgeAdapter):
             return SampleScore(reason=f"empty input for Ragas: {', '.join(blank)}")
         outputs: list[Any] = []
         _OUTPUTS.set(outputs)
-        result = await shared.ascore(**inputs)
+        result = await shared.metric.ascore(**inputs)
         details: dict[str, Any] = {
             "scale": _SCALES[self.metric].format(mode=self.options.get("mode", "f1")),
             "prompts": self.prompt_language(ctx),
@@ -375,9 +405,9 @@ class Adapter(JudgeAdapter):
             details["explanation"] = explanation
         undefined = _undefined(self.metric, outputs)
         if undefined is not None:
-            return SampleScore(reason=undefined, details=details)
+            return SampleScore(reason=undefined, details=details, memo_basis=shared.basis)
         value = result.value
         if value is None or (isinstance(value, float) and math.isnan(value)):
             why = _NAN_REASONS.get(self.metric, "Ragas returned NaN (nothing the judge could assess)")
-            return SampleScore(reason=why, details=details)
-        return SampleScore(value=float(value), details=details)
+            return SampleScore(reason=why, details=details, memo_basis=shared.basis)
+        return SampleScore(value=float(value), details=details, memo_basis=shared.basis)

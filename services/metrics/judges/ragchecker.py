@@ -417,7 +417,7 @@ class Adapter(JudgeAdapter):
         # A refreshed job asks the judge again, once per checkpoint (then reads what it wrote).
         fresh = session.refresh and str(path) not in session.refreshed
         try:
-            result, status = await loop.run_in_executor(
+            result, status, basis = await loop.run_in_executor(
                 run.samples, self._evaluate, run, sample, ctx, path, fresh, self.scope(sample), cancelled
             )
         except BaseException:
@@ -432,9 +432,9 @@ class Adapter(JudgeAdapter):
                 raise JudgeCallError(f"the extractor found no claim in the {side} (RAGChecker would score 0)")
         if self.metric == "context_utilization" and _none_retrieved(result):
             # RAGChecker scores 0 when no reference claim is found in any context: 0 of 0 used.
-            return SampleScore(reason=UNDEFINED_UTILIZATION, details=details)
+            return SampleScore(reason=UNDEFINED_UTILIZATION, details=details, memo_basis=basis)
         value = float(result.metrics[self.metric]) * 100
-        return SampleScore(value=value, details=details)
+        return SampleScore(value=value, details=details, memo_basis=basis)
 
     def _evaluate(
         self,
@@ -445,7 +445,7 @@ class Adapter(JudgeAdapter):
         fresh: bool,
         scope: str,
         cancelled: threading.Event,
-    ) -> tuple[Any, str]:
+    ) -> tuple[Any, str, str | None]:
         """RAGChecker on one sample, resumed from its checkpoint (unless ``fresh``): its RAGResult and the
         checkpoint status. Computes the verdicts of every companion metric, so they find them there."""
         from ragchecker import RAGChecker, RAGResults
@@ -505,7 +505,13 @@ class Adapter(JudgeAdapter):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with PROMPTS.use(self.prompt_language(ctx)):
                     evaluator.evaluate(results, metrics, save_path=str(path))
-        return results.results[0], status
+            # The checkpoint the verdicts were read from or written to (still under its lock).
+            basis = _file_digest(path)
+        return results.results[0], status, basis
+
+    def memo_basis(self, sample: Sample, ctx: ScoringContext) -> str | None:
+        """RAGChecker's scores are computed from the sample's checkpoint: its digest (None without one)."""
+        return _file_digest(self.checkpoint(sample, ctx))
 
 
 UNDEFINED_UTILIZATION = (
@@ -517,6 +523,13 @@ UNDEFINED_UTILIZATION = (
 def _none_retrieved(result: Any) -> bool:
     rows = result.retrieved2answer or []
     return not any(label == "Entailment" for row in rows for label in row)
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:32]
+    except OSError:
+        return None
 
 
 def _digest(obj: Any) -> str:

@@ -96,7 +96,7 @@ def details(engine: Engine, metric: str) -> list[dict[str, Any]]:
 
 
 def test_scripted_verdicts_give_hand_computed_scores_and_a_free_recompute(
-    client: TestClient, fake: FakeLLM, engine: Engine
+    client: TestClient, fake: FakeLLM, engine: Engine, settings: Settings
 ) -> None:
     def override(body: dict[str, Any]) -> str | None:
         # Answers tagged with their request, so that no two samples send an identical follow-up request
@@ -129,9 +129,19 @@ def test_scripted_verdicts_give_hand_computed_scores_and_a_free_recompute(
     calls = len(fake.requests)
     assert calls == 2 * (4 + 2)
 
+    # the score memo: the same scores, not even a gateway call
+    again = score(client, run, metrics, recompute=True)
+    assert (again["done"], again["failed"], again["summary"]["score_memo_hits"]) == (4, 0, 4)
+    assert len(fake.requests) == calls and "judge_usage" not in again["summary"]
+    assert rows(client, run) == table
+    for d in details(engine, "deepeval.faithfulness@3"):
+        assert (d["judge_calls"], d["score_memo"]["judge_answers"]) == (0, 4)
+        assert d["verdicts"] == ["yes", "borderline", "no"]
+    # without it, every request is answered from the gateway's cache
+    settings.scoring.score_memo = False
     again = score(client, run, metrics, recompute=True)
     assert (again["done"], again["failed"]) == (4, 0)
-    assert len(fake.requests) == calls  # every request answered from the gateway's cache
+    assert len(fake.requests) == calls
     assert rows(client, run) == table
     for d in details(engine, "deepeval.faithfulness@3"):
         assert d["judge_calls"] == d["cache_hits"] == 4

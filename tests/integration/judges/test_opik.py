@@ -164,7 +164,7 @@ def test_scripted_verdicts_are_the_scores(client: TestClient, judge: Any, engine
 
 
 def test_one_call_per_metric_per_sample_then_a_free_rescoring(
-    client: TestClient, judge: Any, engine: Engine
+    client: TestClient, judge: Any, engine: Engine, settings: Settings
 ) -> None:
     fake = judge()
     run = new_run(client)
@@ -196,6 +196,13 @@ def test_one_call_per_metric_per_sample_then_a_free_rescoring(
         assert all(s.tokens == 20 for s in scores if s.value is not None)
     assert job["summary"]["judge_usage"]["opik.moderation"]["upstream_calls"] == 5
 
+    # the score memo: the same scores without running Opik again
+    memo = score(client, run, METRICS, recompute=True)
+    assert (memo["status"], memo["failed"], memo["summary"]["score_memo_hits"]) == ("done", 0, 24)
+    assert len(fake.requests) == sum(scorable.values())
+    assert rows_by_question(client, run) == rows
+    # without it, the gateway's cache answers every call
+    settings.scoring.score_memo = False
     again = score(client, run, METRICS, recompute=True)
     assert (again["status"], again["total"], again["failed"]) == ("done", 30, 0)
     assert len(fake.requests) == sum(scorable.values())  # no new upstream call

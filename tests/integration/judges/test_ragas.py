@@ -171,7 +171,20 @@ def test_french_scores_equal_hand_computed_values_and_rerun_is_free(
     # adapted once, kept on disk per language and judge model
     saved = sorted(p.name for p in (settings.data_dir / "prompts/ragas/fr/judge-model").iterdir())
     assert len(saved) == 4 and all(n.endswith(".json") for n in saved)
-    # the same scoring again: prompts from disk, judge answers from the gateway cache
+    # the same scoring again: the score memo (the translated prompts and judge answers are unchanged)
+    n = len(judge.requests)
+    memo = score(client, run, metrics, recompute=True)
+    # (the 6 items without an input the metric needs rest on no judge answer: computed again, no call)
+    assert (memo["done"], memo["summary"]["score_memo_hits"], len(judge.requests)) == (15, 9, n)
+    assert rows_by_question(client, run) == rows
+    # a translated prompt edited on disk: every Ragas score of that language misses the memo
+    edited = sorted((settings.data_dir / "prompts/ragas/fr/judge-model").iterdir())[0]
+    edited.write_text(edited.read_text(encoding="utf-8").replace("«fr»", "«fr» "), encoding="utf-8")
+    missed = score(client, run, metrics, recompute=True)
+    assert missed["summary"].get("score_memo_hits", 0) == 0
+    edited.write_text(edited.read_text(encoding="utf-8").replace("«fr» ", "«fr»"), encoding="utf-8")
+    # without the memo: prompts from disk, judge answers from the gateway cache
+    settings.scoring.score_memo = False
     n = len(judge.requests)
     again = score(client, run, metrics, recompute=True)
     assert again["done"] == 15 and len(judge.requests) == n

@@ -233,7 +233,17 @@ def test_second_scoring_makes_no_upstream_call(
     upstream = len(judge.fake.requests)
     assert upstream == 10 + 6
     before = rows(client, run)
-    # RAGChecker's own checkpoints: not even a gateway call
+    # the score memo: RAGChecker does not even read its checkpoints
+    memo = score(client, run, RC, recompute=True)
+    assert (memo["total"], memo["failed"], memo["summary"]["score_memo_hits"]) == (22, 0, 22)
+    assert rows(client, run) == before
+    # a checkpoint changed on disk: that sample's scores miss the memo
+    ckpt = sorted((settings.data_dir / "ragchecker").rglob("o*.json"))[0]
+    ckpt.write_text(ckpt.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    changed = score(client, run, RC, recompute=True)
+    assert changed["summary"]["score_memo_hits"] == 11 and len(judge.fake.requests) == upstream
+    # without the memo, RAGChecker's own checkpoints: not even a gateway call
+    settings.scoring.score_memo = False
     again = score(client, run, RC, recompute=True)
     assert again["total"] == 22 and again["failed"] == 0
     assert sum(calls_by_metric(engine, RC).values()) == 0
