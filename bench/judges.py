@@ -1,6 +1,6 @@
 """LLM-judge scoring: the service's job path vs each library's own batch API, against one loopback judge.
 
-    python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--processes 2]
+    python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--processes 2[,4]]
                            [--skip-libraries] [--skip-per-library] [--memory-jobs 10]
 
 A loopback OpenAI-compatible test judge (tests/fakellm.py, answers from tests/judgefake.py) answers every
@@ -9,9 +9,12 @@ chunks each, stored as an "en" dataset so that no prompt is translated) are scor
 
 1. by the service as the embedded default runs it: this process owns the scoring resources and the judge
    gateway (the API's role, judge.max_concurrency = --concurrency, retries 1) and ``--processes`` worker
-   processes (default: one per core) drain one scoring job with every catalogue metric that needs a judge
-   (Ragas 7, DeepEval 6, Opik 6, RAGChecker 11) from a temporary SQLite database;
-2. by the same job again with ``recompute=True`` (answers from the gateway cache, RAGChecker checkpoints);
+   processes (default: one per core; a comma-separated list runs the whole service path once per count)
+   drain one scoring job with every catalogue metric that needs a judge (Ragas 7, DeepEval 6, Opik 6,
+   RAGChecker 11) from a temporary SQLite database;
+2. by the same job again with ``recompute=True``, twice: first with the score memo emptied (the previous
+   path: the libraries run again over the gateway's cached answers and RAGChecker's checkpoints, and fill
+   the memo), then with the memo (services/metrics/memo.py: no library runs for an unchanged score);
 3. per library, a job with only that library's metrics and ``refresh_judge_cache`` (so it asks the judge
    again): the service's figure to set beside the library's own loop;
 4. by each library's own batch API, one after the other, pointed straight at the judge as a user would, with
@@ -292,7 +295,8 @@ class Bench:
     latency: float
     concurrency: int
     rows: list[Row] = field(default_factory=list)
-    rerun: tuple[dict[str, Any], dict[str, Any]] | None = None
+    # per service path: (processes, first scoring, re-score without the memo, re-score with it)
+    reruns: list[tuple[int, dict[str, Any], Any, Any]] = field(default_factory=list)
 
     def ideal(self, requests: int) -> float:
         return requests * self.latency / self.concurrency
@@ -486,6 +490,7 @@ def service_job(
             "total": stored.total,
             "failed": stored.failed,
             "usage": dict((stored.summary or {}).get("judge_usage", {})),
+            "memo_hits": int((stored.summary or {}).get("score_memo_hits", 0)),
             "no_value": s.scalar(
                 select(func.count())
                 .select_from(MetricScore)
@@ -515,12 +520,23 @@ def _asked(info: dict[str, Any]) -> tuple[int, int]:
 def service_path(
     bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int, per_library: bool
 ) -> None:
+    from sqlalchemy import delete
+
+    from services.models import ScoreMemo
+
     svc = start_service(bench, fake, items, tmp, processes)
     k = len(items[0].contexts)
     try:
         first, info = service_job(svc, fake, k)
+        first["load"] = os.getloadavg()[0]
+        forget_requests(fake)
+        with svc.factory.begin() as s:  # the previous path: no memo to read
+            s.execute(delete(ScoreMemo))
+        without, info_without = service_job(svc, fake, k, recompute=True)
+        without["load"] = os.getloadavg()[0]
         forget_requests(fake)
         again, info2 = service_job(svc, fake, k, recompute=True)
+        again["load"] = os.getloadavg()[0]
         forget_requests(fake)
         libs: dict[str, tuple[dict[str, Any], dict[str, Any], int]] = {}
         if per_library:
@@ -536,7 +552,8 @@ def service_path(
     note = (
         f"job {info['status']}: {info['total']} scores ({len(svc.names)} metrics x {len(items)} outputs), "
         f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, {upstream} sent "
-        f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s"
+        f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s; "
+        f"load average (1 min) at its end {first['load']:.1f}"
     )
     bench.rows.append(
         Row(
@@ -568,7 +585,7 @@ def service_path(
                 sub=True,
             )
         )
-    bench.rerun = (again, info2)
+    bench.reruns.append((processes, first, (without, info_without), (again, info2)))
 
 
 def memory_path(
@@ -895,7 +912,9 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the test judge waits per request")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument(
-        "--processes", type=int, default=os.cpu_count() or 1, help="worker processes (0: a thread)"
+        "--processes",
+        default=str(os.cpu_count() or 1),
+        help="worker processes (0: a thread); a comma-separated list runs the service path once per count",
     )
     ap.add_argument("--skip-libraries", action="store_true", help="only the service path (and its re-run)")
     ap.add_argument("--skip-per-library", action="store_true", help="no refreshed job per library")
@@ -906,6 +925,7 @@ def main() -> None:
         "--constant-answers", action="store_true", help="the test judge's answers unchanged (see the doc)"
     )
     args = ap.parse_args()
+    counts = [int(x) for x in str(args.processes).split(",") if x.strip()]
 
     from tests.fakellm import FakeLLM
     from tests.judgefake import judge_script
@@ -942,37 +962,51 @@ def main() -> None:
     print()
     rss: list[float] = []
     try:
-        service_path(bench, fake, items, tmp / "service", args.processes, not args.skip_per_library)
+        for n, count in enumerate(counts):
+            # the per-library jobs once, with the first count
+            service_path(
+                bench, fake, items, tmp / f"service-{count}", count, n == 0 and not args.skip_per_library
+            )
         if not args.skip_libraries:
             library_paths(bench, fake, items, tmp, args.ragchecker_timeout)
         if args.memory_jobs:
             print(f"memory: {args.memory_jobs} jobs of {args.memory_samples} samples x every judge metric")
             rss = memory_path(
-                bench, fake, items[: args.memory_samples], tmp / "memory", args.processes, args.memory_jobs
+                bench, fake, items[: args.memory_samples], tmp / "memory", counts[0], args.memory_jobs
             )
     finally:
         fake.stop()
         shutil.rmtree(tmp, ignore_errors=True)  # the database, RAGChecker checkpoints, DeepEval's cwd
     bench.print_table()
-    assert bench.rerun is not None
-    again, info2 = bench.rerun
-    calls, _ = _asked(info2)
-    hits = sum(int(u.get("cache_hits", 0)) for u in info2["usage"].values())
-    service = bench.rows[0]
     print()
-    print(
-        f"re-score (recompute=True, same DB): {again['requests']} judge requests, "
-        f"wall {again['wall']:.1f} s = {again['wall'] / service.wall:.2f} x the first scoring, "
-        f"cpu {again['cpu']:.1f} s; gateway: {calls} calls asked, {hits} cache hits (RAGChecker reads its "
-        f"checkpoints); {info2['failed']}/{info2['total']} failed"
-    )
-    if bench.latency > 0:
+    services = [r for r in bench.rows if r.path.startswith("service job")]
+    for (count, first, (without, info_w), (again, info2)), row in zip(bench.reruns, services, strict=True):
+        print(f"{count} worker processes:")
+        if bench.latency > 0:
+            print(
+                f"  first scoring: wall {row.wall:.1f} s vs ideal {bench.ideal(row.requests):.1f} s: "
+                f"{row.wall / bench.ideal(row.requests):.2f} x ideal (efficiency "
+                f"{bench.ideal(row.requests) / row.wall:.2f}); load average at its end {first['load']:.1f}"
+            )
+        for label, (seen, info) in (
+            ("re-score, score memo emptied (previous path)", (without, info_w)),
+            ("re-score with the score memo", (again, info2)),
+        ):
+            calls, _ = _asked(info)
+            hits = sum(int(u.get("cache_hits", 0)) for u in info["usage"].values())
+            memo = int(info.get("memo_hits", 0))
+            print(
+                f"  {label}: {seen['requests']} judge requests, wall {seen['wall']:.1f} s = "
+                f"{seen['wall'] / row.wall:.2f} x the first scoring, cpu {seen['cpu']:.1f} s; gateway: "
+                f"{calls} calls asked, {hits} cache hits; score memo hits {memo}; "
+                f"{info['failed']}/{info['total']} failed; load average at its end {seen['load']:.1f}"
+            )
         print(
-            f"service: wall {service.wall:.1f} s vs ideal {bench.ideal(service.requests):.1f} s: "
-            f"{service.wall / bench.ideal(service.requests):.2f} x ideal (efficiency "
-            f"{bench.ideal(service.requests) / service.wall:.2f})"
+            f"  re-score with / without the memo: wall {again['wall'] / without['wall']:.2f}, "
+            f"cpu {again['cpu'] / max(without['cpu'], 1e-9):.2f}"
         )
-    libs = [r for r in bench.rows if not r.sub and r is not service]
+    service = services[0]
+    libs = [r for r in bench.rows if not r.sub and not r.path.startswith("service job")]
     if libs:
         total = sum(r.wall for r in libs)
         reqs = sum(r.requests for r in libs)
