@@ -23,7 +23,8 @@ Ownership: a ``JudgeGateway`` is started and stopped by its owner (``services.me
 lifespan, a worker process, a bench), never as a side effect of scoring. Workers in other processes (or on
 other machines) reach it by its URL, so one gateway bounds the judge calls of all of them. Keep-alive
 connections are kept both ways (clients -> gateway -> judge); cache writes are batched (one transaction per
-``CACHE_FLUSH_S``), and an answer waiting to be written is served from memory.
+``CACHE_FLUSH_S``, and one when a ledger is released), and an answer waiting to be written is served from
+memory.
 """
 
 from __future__ import annotations
@@ -311,6 +312,11 @@ class JudgeGateway:
 
         token = request.path_params["token"]
         if request.method == "DELETE":
+            # The batch's answers reach the cache table before its scores are stored: a score memo entry
+            # (services/metrics/memo.py) never refers to an answer that is not there yet.
+            if self.cache:
+                with contextlib.suppress(Exception):
+                    await self._flush()
             report = self.close_ledger(token)
         else:
             with self._lock:
