@@ -342,6 +342,11 @@ def test_comparisons_on_the_pooled_page(client: TestClient, three_runs: Any) -> 
     assert page.count("<h3 id='pairwise-") == 3 and "figure-pairwise-" in page
     two = client.get("/report.html", params={"runs": f"{runs['a']},{runs['b']}", "n_resamples": 200}).text
     assert "id='system-level'" not in two and two.count("<h3 id='pairwise-") == 1
+    # A pair that cannot be compared says why instead of a table.
+    ds = client.get(f"/runs/{runs['a']}").json()["dataset_id"]
+    empty = client.post(f"/datasets/{ds}/runs", json={"name": "empty"}).json()["id"]
+    page = client.get("/report.html", params={"runs": f"{runs['a']},{empty}", "n_resamples": 200}).text
+    assert "Not computed because the two runs have no question in common." in page
 
 
 # ------------------------------------------------------------------------------------------- bad input
