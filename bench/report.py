@@ -9,13 +9,18 @@ its intervals must equal the vectorised ones for those metrics.
 Each measured step runs in a fresh process, so its peak memory is its own: the growth of the resident set
 over the process' size just before the step (Linux VmHWM after resetting it).
 
+Spearman and Kendall run on the compiled kernels (services/stats_kernels.py) and again on the numpy kernels
+they replaced (the previous path): the intervals must be identical, the ratio is printed.
+
 Usage: python bench/report.py [--items 10000] [--metrics 50] [--resamples 2000] [--methods pearson,spearman]
+       [--no-scipy] [--no-numpy]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -30,7 +35,14 @@ from scipy import stats as sps
 # not shadow the coverage package, which numba imports.
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from services.stats import CorrMethod, bootstrap_ci_many  # noqa: E402
+from services.stats import (  # noqa: E402
+    CorrMethod,
+    _KendallKernel,
+    _SpearmanKernel,
+    bootstrap_ci_many,
+    warm_up,
+)
+from services.stats_kernels import THREADS  # noqa: E402
 
 METHODS: dict[str, CorrMethod] = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall"}
 # scipy is slow enough per metric that only a few are timed; Spearman's jackknife alone is 10,000 calls.
@@ -79,11 +91,17 @@ def step(
 ) -> tuple[float, float, Limits]:
     """One measured step, run in its own process: (wall seconds, peak memory growth in MB, intervals)."""
     human, metrics = synthetic(args.items, args.metrics, args.seed)
+    # As a report worker does when it starts: imports and compiled kernels loaded (numba's disk cache).
+    warm_up()
+    if path == "numpy":
+        # The numpy resample kernels the compiled ones replaced (services.stats keeps them as reference).
+        for kernel in (_SpearmanKernel, _KendallKernel):
+            kernel.resample = kernel.resample_numpy  # type: ignore[method-assign]
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current size
     baseline = _status_mb("VmRSS")
     start = time.perf_counter()
     limits: Limits = {}
-    if path == "vectorised":
+    if path in ("vectorised", "numpy"):
         ours = bootstrap_ci_many(
             {name: metrics[name] for name in names}, human, method, n_resamples=args.resamples, seed=args.seed
         )
@@ -111,9 +129,19 @@ def run(method: CorrMethod, args: argparse.Namespace) -> None:
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
         ours_s, ours_mb, ours = pool.submit(step, "vectorised", method, names, args).result()
-    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-        scipy_s, scipy_mb, theirs = pool.submit(step, "scipy", method, subset, args).result()
-    scipy_total_s = scipy_s / len(subset) * len(names)
+    numpy_s = None
+    if method != "pearson" and not args.no_numpy:
+        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            numpy_s, numpy_mb, reference = pool.submit(step, "numpy", method, names, args).result()
+        assert reference == ours, "compiled and numpy kernels give different intervals"
+    if args.no_scipy:
+        subset = []
+        scipy_s = scipy_mb = scipy_total_s = float("nan")
+        theirs: Limits = {}
+    else:
+        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            scipy_s, scipy_mb, theirs = pool.submit(step, "scipy", method, subset, args).result()
+        scipy_total_s = scipy_s / len(subset) * len(names)
 
     worst = 0.0
     for name in subset:
@@ -123,15 +151,20 @@ def run(method: CorrMethod, args: argparse.Namespace) -> None:
     undefined = [name for name, (low, _) in ours.items() if low is None]
 
     def row(label: str, seconds: float, memory: str = "") -> None:
-        print(f"  {label:<46}{seconds:>10.2f} s{memory:>16}")
+        print(f"  {label:<58}{seconds:>10.2f} s{memory:>16}")
 
     print(f"\n{method}: {len(names)} metrics x {args.items:,} items x {args.resamples:,} resamples, BCa 95%")
-    print(f"  {'path':<46}{'wall time':>12}{'peak memory':>16}")
-    row("vectorised, shared index (all metrics)", ours_s, f"{ours_mb:.0f} MB")
-    row(f"scipy.stats.bootstrap loop, {len(subset)} metric(s) timed", scipy_s, f"{scipy_mb:.0f} MB")
-    row(f"scipy loop extrapolated to {len(names)} metrics", scipy_total_s)
-    print(f"  speed-up (extrapolated scipy / vectorised): {scipy_total_s / ours_s:,.0f}x")
-    print(f"  intervals agree on the {len(subset)} scipy metric(s): max |difference| = {worst:.1e}")
+    print(f"  {'path':<58}{'wall time':>12}{'peak memory':>16}")
+    compiled = " (compiled kernels)" if method != "pearson" else ""
+    row(f"vectorised, shared index (all metrics){compiled}", ours_s, f"{ours_mb:.0f} MB")
+    if numpy_s is not None:
+        row("same, numpy kernels (the previous path)", numpy_s, f"{numpy_mb:.0f} MB")
+        print(f"  speed-up (numpy kernels / compiled): {numpy_s / ours_s:,.1f}x; intervals identical")
+    if subset:
+        row(f"scipy.stats.bootstrap loop, {len(subset)} metric(s) timed", scipy_s, f"{scipy_mb:.0f} MB")
+        row(f"scipy loop extrapolated to {len(names)} metrics", scipy_total_s)
+        print(f"  speed-up (extrapolated scipy / vectorised): {scipy_total_s / ours_s:,.0f}x")
+        print(f"  intervals agree on the {len(subset)} scipy metric(s): max |difference| = {worst:.1e}")
     if undefined:
         print(f"  undefined intervals: {', '.join(undefined)}")
     assert worst <= 1e-9, "vectorised and scipy intervals disagree"
@@ -148,12 +181,16 @@ def main() -> None:
     parser.add_argument(
         "--methods", default="pearson,spearman", help="comma-separated; kendall is slow at 10k"
     )
+    parser.add_argument("--no-scipy", action="store_true", help="skip the (slow) scipy.stats.bootstrap loop")
+    parser.add_argument("--no-numpy", action="store_true", help="skip the numpy-kernel path")
     args = parser.parse_args()
-    print(f"numpy {np.__version__}, scipy {scipy.__version__}")
+    print(f"numpy {np.__version__}, scipy {scipy.__version__}; threads for the compiled kernels: {THREADS}")
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
     print(f"scipy loop runs with batch={SCIPY_BATCH} (identical draws and intervals, bounded memory)")
     for name in args.methods.split(","):
         run(METHODS[name], args)
     print("\npeak memory: growth of the step's resident set over its size before the step (own process)")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -687,6 +687,23 @@ def _lower_left(xr: IntArray, yr: IntArray, w: IntArray) -> tuple[IntArray, IntA
 
 
 def _concordance_per_item(xr: IntArray, yr: IntArray) -> FloatArray:
+    """K_i = sum_j sign(x_j - x_i) * sign(y_j - y_i) for every item i (integer valued), from the dense ranks
+    (tie groups) of x and y; compiled (services.stats_kernels), equal to _concordance_per_item_numpy."""
+    from services import stats_kernels
+
+    n = xr.size
+    if n == 0:
+        return np.zeros(0)
+    order = np.argsort(xr, kind="stable").astype(np.int64)
+    xs = xr[order]
+    last = np.ones(n, dtype=np.bool_)
+    last[:-1] = xs[1:] != xs[:-1]
+    yr64 = yr.astype(np.int64)
+    result: FloatArray = stats_kernels.concordance_per_item(order, last, yr64[order], int(yr64.max()) + 1)
+    return result
+
+
+def _concordance_per_item_numpy(xr: IntArray, yr: IntArray) -> FloatArray:
     """K_i = sum_j sign(x_j - x_i) * sign(y_j - y_i) for every item i (integer valued)."""
     n = xr.size
     ones = np.ones((1, n), dtype=np.int64)
@@ -792,17 +809,20 @@ def _doubled_group_ranks(t: _Ties, counts: IntArray) -> tuple[IntArray, IntArray
     return ranks2, np.einsum("ij,ij,ij->i", weights, ranks2, ranks2)
 
 
-def _sorted_layout(ties: list[_Ties]) -> tuple[IntArray, NDArray[np.bool_]]:
-    """Per metric: its ascending (stable) order, and whether each sorted position ends a tie group."""
-    n = ties[0].group.size if ties else 0
+def _sorted_layout(ties: list[_Ties], human: _Ties) -> tuple[IntArray, NDArray[np.bool_], IntArray]:
+    """Per metric: its ascending (stable) order, whether each sorted position ends a tie group, and the
+    human tie group of the item at each sorted position."""
+    n = human.group.size
     orders = np.empty((len(ties), n), dtype=np.int64)
     last = np.zeros((len(ties), n), dtype=np.bool_)
+    levels = np.empty((len(ties), n), dtype=np.int64)
     for m, t in enumerate(ties):
         orders[m] = t.order
         last[m, t.starts[1:] - 1] = True
         if n:
             last[m, n - 1] = True
-    return orders, last
+        levels[m] = human.group[t.order]
+    return orders, last, levels
 
 
 class _SpearmanKernel(_CorrelationKernel):
@@ -810,12 +830,12 @@ class _SpearmanKernel(_CorrelationKernel):
         super().__init__("spearman", metrics, human)
         self.x_ties = [_ties(row) for row in metrics]
         self.h_ties = _ties(human)
-        self.layout = _sorted_layout(self.x_ties)
+        self.layout = _sorted_layout(self.x_ties, self.h_ties)
 
     def resample(self, counts: IntArray) -> FloatArray:
         out = np.empty((counts.shape[0], self.n_stats))
         h = self.h_ties
-        orders, last = self.layout
+        orders, last, levels = self.layout
         from services import stats_kernels  # numba: imported on first use
 
         stats_kernels.in_threads(
@@ -825,6 +845,7 @@ class _SpearmanKernel(_CorrelationKernel):
             h.sizes.size,
             orders,
             last,
+            levels,
             out,
         )
         return out
@@ -881,7 +902,7 @@ class _KendallKernel(_CorrelationKernel):
         super().__init__("kendall", metrics, human)
         self.x_ties = [_ties(row) for row in metrics]
         self.h_ties = _ties(human)
-        self.layout = _sorted_layout(self.x_ties)
+        self.layout = _sorted_layout(self.x_ties, self.h_ties)
 
     @staticmethod
     def _tie_pairs(t: _Ties, counts: IntArray) -> FloatArray:
@@ -911,11 +932,18 @@ class _KendallKernel(_CorrelationKernel):
     def resample(self, counts: IntArray) -> FloatArray:
         out = np.empty((counts.shape[0], self.n_stats))
         h = self.h_ties
-        orders, last = self.layout
+        orders, last, levels = self.layout
         from services import stats_kernels
 
         stats_kernels.in_threads(
-            stats_kernels.kendall_rows, np.ascontiguousarray(counts), h.group, h.sizes.size, orders, last, out
+            stats_kernels.kendall_rows,
+            np.ascontiguousarray(counts),
+            h.group,
+            h.sizes.size,
+            orders,
+            last,
+            levels,
+            out,
         )
         return out
 

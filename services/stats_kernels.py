@@ -247,37 +247,37 @@ def spearman_rows(
     n_h_groups: int,
     x_orders: NDArray[np.int64],
     x_last: NDArray[np.bool_],
+    x_levels: NDArray[np.int64],
     out: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
     """Spearman's rho of M metrics with the human score per resample row (see _SpearmanKernel.resample).
 
     ``x_orders[m]`` sorts metric m ascending (stable); ``x_last[m, k]`` marks the last sorted position of
-    each of its tie groups. Doubled midranks keep every sum an exact integer.
+    each of its tie groups; ``x_levels[m, k]`` is the human tie group of that position's item. Doubled
+    midranks keep every sum an exact integer.
     """
     rows, n = counts.shape
     n_metrics = x_orders.shape[0]
     weights = np.zeros(n_h_groups, dtype=np.int64)
     ranks = np.zeros(n_h_groups, dtype=np.int64)
-    weighted_h = np.zeros(n, dtype=np.int64)
     for r in range(rows):
         c = counts[r]
         drawn, h_sq, _ = _human_ranks(c, h_group, weights, ranks)
-        for i in range(n):
-            weighted_h[i] = c[i] * ranks[h_group[i]]
         centre = drawn * (drawn + 1) * (drawn + 1)
         vh = float(h_sq - centre)
         for m in range(n_metrics):
             order = x_orders[m]
             last = x_last[m]
+            levels = x_levels[m]
             below = 0
             sxy = 0
             x_sq = 0
             w_group = 0
             s_group = 0
             for k in range(n):
-                i = order[k]
-                w_group += c[i]
-                s_group += weighted_h[i]
+                w = c[order[k]]
+                w_group += w
+                s_group += w * ranks[levels[k]]
                 if last[k]:
                     rank = 2 * below + w_group + 1
                     sxy += rank * s_group
@@ -289,6 +289,112 @@ def spearman_rows(
             out[r, m] = float(sxy - centre) / np.sqrt(vx * vh)
 
 
+# Up to this many distinct human values, Kendall's kernel keeps the weight below each value in a plain
+# prefix array (an O(1) query, an O(H) update per tie group); above it, a Fenwick tree (O(log H) each).
+_KENDALL_PREFIX_MAX_LEVELS = 64
+
+
+@_jit
+def _concordance_prefix(
+    c: NDArray[np.int64],
+    order: NDArray[np.int64],
+    last: NDArray[np.bool_],
+    levels: NDArray[np.int64],
+    n_levels: int,
+    cum: NDArray[np.int64],
+    group: NDArray[np.int64],
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """(concordant - discordant weight, pairs tied in x) of one metric on one resample, few human levels.
+
+    ``cum[l]`` is the weight of the items in lower x groups whose human level is below l; ``group[l]`` the
+    current x group's weight at level l, added to ``cum`` when the group ends.
+    """
+    cum[:] = 0
+    group[:] = 0
+    below = 0
+    cmd = 0
+    x_ties = 0
+    w_group = 0
+    singleton = True
+    for k in range(order.size):
+        w = c[order[k]]
+        level = levels[k]
+        # Lower human value among lower x: cum[level]; higher: below - cum[level + 1].
+        cmd += w * (cum[level] + cum[level + 1] - below)
+        if last[k]:
+            if singleton:
+                # A group of one item (every item of a score without ties): add it directly.
+                if w:
+                    for lv in range(level + 1, n_levels + 1):
+                        cum[lv] += w
+                below += w
+                x_ties += w * (w - 1) // 2
+            else:
+                group[level] += w
+                w_group += w
+                running = 0
+                for lv in range(n_levels):
+                    running += group[lv]
+                    group[lv] = 0
+                    cum[lv + 1] += running
+                below += w_group
+                x_ties += w_group * (w_group - 1) // 2
+                w_group = 0
+            singleton = True
+        else:
+            group[level] += w
+            w_group += w
+            singleton = False
+    return cmd, x_ties
+
+
+@_jit
+def _concordance_fenwick(
+    c: NDArray[np.int64],
+    order: NDArray[np.int64],
+    last: NDArray[np.bool_],
+    levels: NDArray[np.int64],
+    n_levels: int,
+    tree: NDArray[np.int64],
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """_concordance_prefix with a Fenwick tree over the human levels (many distinct human values)."""
+    tree[:] = 0
+    below = 0
+    cmd = 0
+    x_ties = 0
+    w_group = 0
+    first = 0
+    for k in range(order.size):
+        w = c[order[k]]
+        if w:
+            level = levels[k]
+            lower = 0
+            j = level
+            while j > 0:
+                lower += tree[j]
+                j -= j & -j
+            upto = 0
+            j = level + 1
+            while j > 0:
+                upto += tree[j]
+                j -= j & -j
+            cmd += w * (lower - (below - upto))
+            w_group += w
+        if last[k]:
+            for kk in range(first, k + 1):
+                ww = c[order[kk]]
+                if ww:
+                    j = levels[kk] + 1
+                    while j <= n_levels:
+                        tree[j] += ww
+                        j += j & -j
+            below += w_group
+            x_ties += w_group * (w_group - 1) // 2
+            w_group = 0
+            first = k + 1
+    return cmd, x_ties
+
+
 @_jit
 def kendall_rows(
     counts: NDArray[np.int64],
@@ -296,75 +402,101 @@ def kendall_rows(
     n_h_groups: int,
     x_orders: NDArray[np.int64],
     x_last: NDArray[np.bool_],
+    x_levels: NDArray[np.int64],
     out: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
     """Kendall's tau-b of M metrics with the human score per resample row (see _KendallKernel.resample).
 
-    Items are visited by ascending metric, a tie group at a time; a Fenwick tree over the human's tie groups
-    holds the weight of the items of lower metric value, so each item's concordant minus discordant weight
-    is two prefix queries: O(n log H) per resample and metric, H the human's distinct values.
+    Items are visited by ascending metric, a tie group at a time; the weight of the items of lower metric
+    value is kept per human level (prefix array, or a Fenwick tree when the human score has many distinct
+    values), so each item's concordant minus discordant weight is two lookups: O(n) per resample and
+    metric for few human levels, O(n log H) otherwise. Same arguments as spearman_rows.
     """
-    rows, n = counts.shape
+    rows = counts.shape[0]
     n_metrics = x_orders.shape[0]
     weights = np.zeros(n_h_groups, dtype=np.int64)
     ranks = np.zeros(n_h_groups, dtype=np.int64)
-    tree = np.zeros(n_h_groups + 1, dtype=np.int64)
+    cum = np.zeros(n_h_groups + 1, dtype=np.int64)
+    group = np.zeros(n_h_groups, dtype=np.int64)
+    prefix = n_h_groups <= _KENDALL_PREFIX_MAX_LEVELS
     for r in range(rows):
         c = counts[r]
         drawn, _, y_ties = _human_ranks(c, h_group, weights, ranks)
         tot = float(drawn * (drawn - 1) // 2)
         ytie = float(y_ties)
         for m in range(n_metrics):
-            order = x_orders[m]
-            last = x_last[m]
-            tree[:] = 0
-            below = 0
-            cmd = 0
-            x_ties = 0
-            w_group = 0
-            first = 0
-            for k in range(n):
-                i = order[k]
-                w = c[i]
-                if w:
-                    level = h_group[i]
-                    # Weight below in x with a lower human value (prefix over levels 0..level-1) and with
-                    # a higher one (below minus the prefix over 0..level).
-                    lower = 0
-                    j = level
-                    while j > 0:
-                        lower += tree[j]
-                        j -= j & -j
-                    upto = 0
-                    j = level + 1
-                    while j > 0:
-                        upto += tree[j]
-                        j -= j & -j
-                    cmd += w * (lower - (below - upto))
-                    w_group += w
-                if last[k]:
-                    for kk in range(first, k + 1):
-                        ii = order[kk]
-                        ww = c[ii]
-                        if ww:
-                            j = h_group[ii] + 1
-                            while j <= n_h_groups:
-                                tree[j] += ww
-                                j += j & -j
-                    below += w_group
-                    x_ties += w_group * (w_group - 1) // 2
-                    w_group = 0
-                    first = k + 1
+            if prefix:
+                cmd, x_ties = _concordance_prefix(
+                    c, x_orders[m], x_last[m], x_levels[m], n_h_groups, cum, group
+                )
+            else:
+                cmd, x_ties = _concordance_fenwick(c, x_orders[m], x_last[m], x_levels[m], n_h_groups, cum)
             xtie = float(x_ties)
             if xtie == tot or ytie == tot:
                 out[r, m] = np.nan
                 continue
+            # The numpy kernel's operation order (scipy.stats.kendalltau's): identical floats.
             tau = float(cmd) / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
             if tau > 1.0:
                 tau = 1.0
             elif tau < -1.0:
                 tau = -1.0
             out[r, m] = tau
+
+
+@_jit
+def _fenwick_prefix(tree: NDArray[np.int64], j: int) -> int:  # pragma: no cover - compiled
+    total = 0
+    while j > 0:
+        total += tree[j]
+        j -= j & -j
+    return total
+
+
+@_jit
+def concordance_per_item(
+    order: NDArray[np.int64], last: NDArray[np.bool_], levels: NDArray[np.int64], n_levels: int
+) -> NDArray[np.float64]:  # pragma: no cover - compiled
+    """K_i = sum_j sign(x_j - x_i) sign(h_j - h_i) for every item (see services.stats._concordance_per_item).
+
+    ``order`` sorts x ascending, ``last`` ends its tie groups, ``levels`` is the human tie group (0..H-1) at
+    each sorted position. Items of lower x count (lower h) - (higher h), items of higher x the opposite: a
+    pass up and a pass down, each with a Fenwick tree over the human levels; O(n log H).
+    """
+    n = order.size
+    k_sorted = np.zeros(n, dtype=np.int64)
+    tree = np.zeros(n_levels + 1, dtype=np.int64)
+    for direction in (1, -1):
+        tree[:] = 0
+        seen = 0
+        if direction == 1:
+            start, stop = 0, n
+        else:
+            start, stop = n - 1, -1
+        first = start
+        k = start
+        while k != stop:
+            level = levels[k]
+            lower = _fenwick_prefix(tree, level)
+            higher = seen - _fenwick_prefix(tree, level + 1)
+            k_sorted[k] += direction * (lower - higher)
+            # The group ends here going up (last[k]) or going down (the position before starts a group).
+            ends = last[k] if direction == 1 else (k == 0 or last[k - 1])
+            if ends:
+                kk = first
+                while kk != k + direction:
+                    j = levels[kk] + 1
+                    while j <= n_levels:
+                        tree[j] += 1
+                        j += j & -j
+                    seen += 1
+                    kk += direction
+                first = k + direction
+            k += direction
+    out = np.empty(n, dtype=np.float64)
+    for k in range(n):
+        out[order[k]] = float(k_sorted[k])
+    return out
 
 
 def warm_up() -> None:
@@ -375,5 +507,6 @@ def warm_up() -> None:
     pass_fail_rows(counts, passed, order, np.arange(5, dtype=np.int64), np.arange(4.0), np.empty((1, 7)))
     group = np.array([0, 0, 1, 1], dtype=np.int64)
     last = np.ones((1, 4), dtype=np.bool_)
-    spearman_rows(counts, group, 2, order[None, :], last, np.empty((1, 1)))
-    kendall_rows(counts, group, 2, order[None, :], last, np.empty((1, 1)))
+    spearman_rows(counts, group, 2, order[None, :], last, group[None, :], np.empty((1, 1)))
+    kendall_rows(counts, group, 2, order[None, :], last, group[None, :], np.empty((1, 1)))
+    concordance_per_item(order, last[0], group, 2)

@@ -51,10 +51,16 @@ def _counts(n: int, rows: int, seed: int) -> NDArray[np.int64]:
     return np.vstack([counts, single, identity, left_out])
 
 
+@pytest.mark.parametrize("human_values", ["ratings", "continuous"])
 @pytest.mark.parametrize("n", [5, 12, 97, 2500])
 @pytest.mark.parametrize("kernel", [_SpearmanKernel, _KendallKernel])
-def test_rank_kernels_equal_numpy(kernel: type[_SpearmanKernel | _KendallKernel], n: int) -> None:
+def test_rank_kernels_equal_numpy(
+    kernel: type[_SpearmanKernel | _KendallKernel], n: int, human_values: str
+) -> None:
     human, metrics = _data(n, seed=n)
+    if human_values == "continuous":
+        # Many distinct human values: Kendall's kernel uses its Fenwick tree instead of the prefix array.
+        human = np.round(human + np.random.default_rng(n).normal(0, 0.5, n), 2)
     k = kernel(metrics, human)
     counts = _counts(n, 40, seed=n + 1)
     compiled, reference = k.resample(counts), k.resample_numpy(counts)
@@ -117,3 +123,18 @@ def test_warm_up_compiles_every_kernel() -> None:
     stats_kernels.warm_up()
     for fn in (stats_kernels.pass_fail_rows, stats_kernels.spearman_rows, stats_kernels.kendall_rows):
         assert fn.signatures, fn
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 150, 3000])
+def test_concordance_per_item_equals_numpy_and_the_definition(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for x_values, y_values in ((3, 5), (n, 9), (2, n), (n, n)):
+        xr = rng.integers(0, max(1, x_values), n)
+        yr = rng.integers(0, max(1, y_values), n)
+        xr = np.unique(xr, return_inverse=True)[1].ravel()  # dense ranks, as the kernels pass them
+        yr = np.unique(yr, return_inverse=True)[1].ravel()
+        compiled = stats._concordance_per_item(xr, yr)
+        assert np.array_equal(compiled, stats._concordance_per_item_numpy(xr, yr))
+        if n <= 150:
+            by_definition = (np.sign(xr[None, :] - xr[:, None]) * np.sign(yr[None, :] - yr[:, None])).sum(1)
+            assert np.array_equal(compiled, by_definition)
