@@ -323,10 +323,10 @@ def _concordance_prefix(
         cmd += w * (cum[level] + cum[level + 1] - below)
         if last[k]:
             if singleton:
-                # A group of one item (every item of a score without ties): add it directly.
-                if w:
-                    for lv in range(level + 1, n_levels + 1):
-                        cum[lv] += w
+                # A group of one item (every item of a score without ties): add it directly, over the
+                # whole (short) array without a branch, which the compiler vectorises.
+                for lv in range(1, n_levels + 1):
+                    cum[lv] += w * (lv > level)
                 below += w
                 x_ties += w * (w - 1) // 2
             else:
