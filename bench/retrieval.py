@@ -265,18 +265,8 @@ def run_spectrum(args: argparse.Namespace) -> dict[str, Any]:
     """Encode the demo's sentences and questions; save the Gaussian the size workers draw vectors from."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from services.retrieval.dense import SentenceTransformerEncoder
-    from services.retrieval.segment import sentence_spans
 
-    demo = ROOT / "data" / "demo"
-    sentences = []
-    for line in (demo / "documents.jsonl").read_text(encoding="utf-8").splitlines():
-        text = json.loads(line)["text"]
-        sentences += [text[a:b].strip() for a, b in sentence_spans(text) if len(text[a:b].split()) >= 4]
-    sentences = sentences[: args.spectrum_sentences]
-    questions = [
-        json.loads(line)["question"]
-        for line in (demo / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+    sentences, questions = demo_sentences(args.spectrum_sentences)
     encoder = SentenceTransformerEncoder(batch_size=args.batch_size)
     rows, qvecs = encoder(sentences), encoder(questions)
     mean = rows.mean(axis=0)
@@ -544,38 +534,135 @@ def run_rank_bm25(
 
 
 # --------------------------------------------------------------------------- encoding worker
+def demo_sentences(limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The demo corpus's sentences of 4+ words and the demo questions."""
+    from services.retrieval.segment import sentence_spans
+
+    demo = ROOT / "data" / "demo"
+    sentences = []
+    for line in (demo / "documents.jsonl").read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["text"]
+        sentences += [text[a:b].strip() for a, b in sentence_spans(text) if len(text[a:b].split()) >= 4]
+    questions = [
+        json.loads(line)["question"]
+        for line in (demo / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    return sentences[:limit], questions
+
+
 def run_encoding(args: argparse.Namespace) -> dict[str, Any]:
+    """Encoding throughput and agreement of each backend with torch, measured batch by batch in turn."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from services.retrieval.dense import SentenceTransformerEncoder
 
+    # "name" or "name:threads"; the first is the reference the others are compared with.
+    backends = [b.strip() for b in str(args.backends).split(",") if b.strip()]
     rng = np.random.default_rng(args.seed + 3)
     texts = []
     for _ in range(args.encode_texts):
         picked = rng.choice(len(FRENCH_SENTENCES), size=int(rng.integers(6, 11)))
         texts.append(" ".join(FRENCH_SENTENCES[i] for i in picked))
-    encoder = SentenceTransformerEncoder(batch_size=args.batch_size)
-    t0 = time.perf_counter()
-    encoder(["warm-up"])
-    load_s = time.perf_counter() - t0
     import torch
 
-    t0 = time.perf_counter()
-    vectors = encoder(texts)
-    elapsed = time.perf_counter() - t0
-    single = timed_queries(lambda i: encoder([f"Combien coûte l'abonnement numéro {i} ?"]), 30)
-    return {
+    default_threads = torch.get_num_threads()
+    encoders, load_s = {}, {}
+    for name in backends:
+        backend, _, threads = name.partition(":")
+        encoders[name] = SentenceTransformerEncoder(
+            batch_size=args.batch_size, backend=backend, threads=int(threads) if threads else None
+        )
+        t0 = time.perf_counter()
+        encoders[name](["warm-up"])
+        load_s[name] = time.perf_counter() - t0  # includes the ONNX export when it is not cached yet
+
+    # Interleaved: every backend encodes batch i before any encodes batch i + 1, so load from other
+    # processes hits them alike.
+    seconds = dict.fromkeys(backends, 0.0)
+    vectors: dict[str, list[np.ndarray]] = {name: [] for name in backends}
+    for start in range(0, len(texts), args.batch_size):
+        batch = texts[start : start + args.batch_size]
+        for name in backends:
+            t0 = time.perf_counter()
+            vectors[name].append(encoders[name](batch))
+            seconds[name] += time.perf_counter() - t0
+    ref = np.vstack(vectors[backends[0]])
+    # Retrieval agreement on real text: the demo's sentences as the corpus, its questions as queries.
+    sentences, questions = demo_sentences()
+    corpus_s = dict.fromkeys(backends, 0.0)
+    corpus_vecs: dict[str, list[np.ndarray]] = {name: [] for name in backends}
+    for start in range(0, len(sentences), args.batch_size):
+        batch = sentences[start : start + args.batch_size]
+        for name in backends:
+            t0 = time.perf_counter()
+            corpus_vecs[name].append(encoders[name](batch))
+            corpus_s[name] += time.perf_counter() - t0
+    top5 = {}
+    for name in backends:
+        scores = encoders[name](questions) @ np.vstack(corpus_vecs[name]).T
+        top5[name] = np.argsort(-scores, axis=1, kind="stable")[:, :K]
+    single = {name: [] for name in backends}  # type: dict[str, list[float]]
+    for i in range(30):
+        for name in backends:
+            t0 = time.perf_counter()
+            encoders[name]([f"Combien coûte l'abonnement numéro {i} ?"])
+            single[name].append((time.perf_counter() - t0) * 1000)
+    out: dict[str, Any] = {
         "texts": len(texts),
         "avg_words": float(np.mean([len(t.split()) for t in texts])),
         "batch_size": args.batch_size,
-        "torch_threads": torch.get_num_threads(),
-        "model_load_s": load_s,
-        "encode_s": elapsed,
-        "chunks_per_s": len(texts) / elapsed,
-        "dimension": int(vectors.shape[1]),
-        "query_p50_ms": pct(single, 50),
-        "query_p95_ms": pct(single, 95),
+        "torch_threads": default_threads,
+        "reference": backends[0],
+        "sentences": len(sentences),
+        "questions": len(questions),
+        "backends": {},
     }
+    ref_corpus = np.vstack(corpus_vecs[backends[0]])
+    for name in backends:
+        cos = np.sum(np.vstack(vectors[name]) * ref, axis=1)
+        cos_corpus = np.sum(np.vstack(corpus_vecs[name]) * ref_corpus, axis=1)
+        hits = [len(set(a) & set(b)) for a, b in zip(top5[name], top5[backends[0]], strict=True)]
+        out["backends"][name] = {
+            "model_load_s": load_s[name],
+            "encode_s": seconds[name],
+            "chunks_per_s": len(texts) / seconds[name],
+            "speedup": seconds[backends[0]] / seconds[name],
+            "cos_min": float(min(cos.min(), cos_corpus.min())),
+            "cos_mean": float(np.concatenate([cos, cos_corpus]).mean()),
+            "below_099": int((cos < 0.99).sum() + (cos_corpus < 0.99).sum()),
+            "sentences_per_s": len(sentences) / corpus_s[name],
+            "sentence_speedup": corpus_s[backends[0]] / corpus_s[name],
+            "recall5": float(np.mean(hits) / K),
+            "query_p50_ms": pct(single[name], 50),
+            "query_p95_ms": pct(single[name], 95),
+        }
+    return out
+
+
+def print_encoding(e: dict[str, Any]) -> None:
+    print(
+        f"\nDense encoding (all-MiniLM-L6-v2, CPU, batch {e['batch_size']}); backend:N = N threads, else the"
+        f" library's default ({e['torch_threads']} torch threads, ONNX Runtime one per core); backends"
+        f" interleaved batch by batch, compared with {e['reference']}. Chunks: {e['texts']}"
+        f" French texts of ~{e['avg_words']:.0f} words (truncated at the model's 256 word pieces). Demo:"
+        f" {e['sentences']} demo sentences encoded, then the {e['questions']} demo questions' dense top-5"
+        " over them compared with the reference's (recall@5). cos = per-text cosine to the reference"
+        " embedding, over"
+        " both sets.\n"
+    )
+    header = (
+        "| backend | chunks/s | ratio | demo sentences/s (ratio) | cos min / mean | texts cos < 0.99"
+        " | recall@5 | query p50/p95 ms | load s (first: export) |"
+    )
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for name, b in e["backends"].items():
+        print(
+            f"| {name} | {b['chunks_per_s']:.1f} | {b['speedup']:.2f}x |"
+            f" {b['sentences_per_s']:.1f} ({b['sentence_speedup']:.2f}x) |"
+            f" {b['cos_min']:.4f} / {b['cos_mean']:.4f} | {b['below_099']} | {b['recall5']:.4f} |"
+            f" {b['query_p50_ms']:.1f} / {b['query_p95_ms']:.1f} | {b['model_load_s']:.1f} |"
+        )
 
 
 # --------------------------------------------------------------------------- orchestration
@@ -657,14 +744,7 @@ def print_report(sizes: list[dict[str, Any]], encoding: dict[str, Any] | None, l
             if r.get("ref_skipped"):
                 print(f"rank-bm25 at {label(r['chunks'])}: {r['ref_skipped']}.")
     if encoding:
-        e = encoding
-        print(
-            f"\nDense encoding (all-MiniLM-L6-v2, CPU, {e['torch_threads']} torch threads, batch"
-            f" {e['batch_size']}): {e['texts']} French texts of ~{e['avg_words']:.0f} words"
-            f" (truncated at the model's 256 word pieces) in {e['encode_s']:.1f}s ="
-            f" {e['chunks_per_s']:.1f} chunks/s; model load {e['model_load_s']:.1f}s;"
-            f" single-query encoding p50/p95 {e['query_p50_ms']:.1f} / {e['query_p95_ms']:.1f} ms."
-        )
+        print_encoding(encoding)
 
 
 def print_dense(sizes: list[dict[str, Any]]) -> None:
@@ -751,6 +831,11 @@ def main() -> None:
     parser.add_argument("--words-at-1m", type=int, default=60, help="words per chunk above 100k chunks")
     parser.add_argument("--encode-texts", type=int, default=1000, help="texts to encode (0 skips the model)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--backends",
+        default="torch,torch:1,onnx,onnx:1,onnx-int8,onnx-int8:1",
+        help="encoder backends compared, name[:threads]; the first is the reference",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the raw results to this file")
     parser.add_argument("--rerank", type=int, default=100, help="int8 candidates re-scored beyond k")
@@ -783,21 +868,27 @@ def main() -> None:
         passthrough = [a for a in passthrough if a != str(args.json)]
     sizes = []
     spectrum = None
+    size_list = sorted(parse_size(s) for s in args.sizes.split(",") if s.strip())
     with tempfile.TemporaryDirectory(prefix="ragmeta-bench-") as tmp:
         passthrough += ["--spectrum-file", str(Path(tmp) / "spectrum.npz")]
-        log("encoding the demo sentences to shape the synthetic vectors ...")
-        spectrum = run_worker([*passthrough, "--worker", "spectrum"])
-        for n in sorted(parse_size(s) for s in args.sizes.split(",") if s.strip()):
+        if size_list:
+            log("encoding the demo sentences to shape the synthetic vectors ...")
+            spectrum = run_worker([*passthrough, "--worker", "spectrum"])
+        for n in size_list:
             log(f"size {label(n)} ...")
             sizes.append({**run_worker([*passthrough, "--worker", str(n)]), "rerank": args.rerank})
+    if args.encode_texts > 0:
+        log("encoding with each backend ...")
     encoding = run_worker([*passthrough, "--worker", "encode"]) if args.encode_texts > 0 else None
     load.append(f"{os.getloadavg()[0]:.1f}")
     print_report(sizes, encoding, load)
-    print(
-        f"\nMiniLM on {spectrum['sentences']} demo sentences: mean pair cosine {spectrum['pair_cos']:.2f},"
-        f" effective dimension {spectrum['effective_dim']:.0f} of 384, mean best cosine of the"
-        f" {spectrum['questions']} demo questions {spectrum['query_best_cos']:.2f}."
-    )
+    if spectrum is not None:
+        print(
+            f"\nMiniLM on {spectrum['sentences']} demo sentences: mean pair cosine"
+            f" {spectrum['pair_cos']:.2f},"
+            f" effective dimension {spectrum['effective_dim']:.0f} of 384, mean best cosine of the"
+            f" {spectrum['questions']} demo questions {spectrum['query_best_cos']:.2f}."
+        )
     print(f"\nTotal wall time {time.perf_counter() - started:.0f}s.")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

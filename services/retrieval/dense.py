@@ -8,6 +8,10 @@ memory.
 Importing this module does not import torch, sentence-transformers or faiss: the model is loaded on the
 first encoding call, so the web application starts fast and BM25-only deployments never pay for
 torch. Models are only ever read from a local directory (offline mode is forced on first load).
+
+The encoder runs the model through torch or through ONNX Runtime (float32 or int8 weights), see
+:mod:`services.retrieval.backends`; the backend is part of a dense index's fingerprint and is saved with
+it, so queries are encoded by the backend that encoded the chunks.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..offline import apply_offline_env
+from . import backends
 from .files import write_json_atomic
 from .quantized import Int8Index, int8_fingerprint
 from .results import ScoredChunk, corpus_fingerprint, scored, top_k
@@ -37,6 +42,8 @@ __all__ = [
     "DenseSearch",
     "Encoder",
     "SentenceTransformerEncoder",
+    "backend_of",
+    "default_cache_dir",
     "default_model_path",
     "dense_fingerprint",
     "load_or_build_dense",
@@ -98,12 +105,20 @@ def normalize_rows(vectors: NDArray[Any]) -> NDArray[np.float32]:
     return out
 
 
-_MODELS: dict[str, SentenceTransformer] = {}
+_MODELS: dict[tuple[str, str, str, int | None], SentenceTransformer] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _load_model(model_path: str, device: str) -> SentenceTransformer:
-    key = f"{model_path}\0{device}"
+def default_cache_dir() -> Path:
+    """Where ONNX exports go when no directory is given: ``$XDG_CACHE_HOME/ragmeta/models``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragmeta" / "models"
+
+
+def _load_model(
+    model_path: str, device: str, backend: str, cache_dir: Path, threads: int | None
+) -> SentenceTransformer:
+    key = (model_path, device, backend, threads if backend != "torch" else None)
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
@@ -111,9 +126,19 @@ def _load_model(model_path: str, device: str) -> SentenceTransformer:
             apply_offline_env()
             from sentence_transformers import SentenceTransformer
 
-            if not os.path.isdir(model_path):
-                raise FileNotFoundError(f"model directory not found: {model_path}")
-            model = SentenceTransformer(model_path, device=device, local_files_only=True)
+            path, model_kwargs = backends.prepare(model_path, backend, cache_dir)
+            if backend == "torch":
+                model = SentenceTransformer(path, device=device, local_files_only=True)
+            else:
+                if threads is not None:
+                    import onnxruntime
+
+                    options = onnxruntime.SessionOptions()
+                    options.intra_op_num_threads = threads
+                    model_kwargs["session_options"] = options
+                model = SentenceTransformer(
+                    path, device=device, backend="onnx", local_files_only=True, model_kwargs=model_kwargs
+                )
             _MODELS[key] = model
         return model
 
@@ -121,17 +146,32 @@ def _load_model(model_path: str, device: str) -> SentenceTransformer:
 class SentenceTransformerEncoder:
     """Lazy sentence-transformers encoder producing normalised float32 embeddings.
 
-    The model is loaded (once per process and path) on the first call; loading raises
+    The model is loaded (once per process, path and backend) on the first call; loading raises
     ``FileNotFoundError`` if ``model_path`` is not a directory, or the library's error if it is not a
-    sentence-transformers model.
+    sentence-transformers model. ``backend`` is ``torch``, ``onnx`` or ``onnx-int8``
+    (:mod:`services.retrieval.backends`; ``ValueError`` otherwise); the ONNX ones export the model into
+    ``cache_dir`` (default :func:`default_cache_dir`) on first use. ``threads`` (default: the library's,
+    one per core) is the ONNX Runtime session's thread count, or torch's for this process, set at each call.
     """
 
     def __init__(
-        self, model_path: str | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE, device: str = "cpu"
+        self,
+        model_path: str | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        device: str = "cpu",
+        backend: str = "torch",
+        cache_dir: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
     ) -> None:
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
+        self.threads = threads
         self._model_path = os.path.abspath(model_path or default_model_path())
         self.batch_size = batch_size
         self.device = device
+        self.backend = backends.check_backend(backend)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
     @property
     def model_path(self) -> str:
@@ -150,13 +190,17 @@ class SentenceTransformerEncoder:
         return int(dim)
 
     def _model(self) -> SentenceTransformer:
-        return _load_model(self._model_path, self.device)
+        return _load_model(self._model_path, self.device, self.backend, self.cache_dir, self.threads)
 
     def __call__(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Encode ``texts`` in batches into an ``(len(texts), d)`` array of unit vectors."""
         model = self._model()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.threads is not None and self.backend == "torch":
+            import torch
+
+            torch.set_num_threads(self.threads)
         vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -167,9 +211,20 @@ class SentenceTransformerEncoder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def dense_fingerprint(texts: Sequence[str], model_path: str) -> str:
-    """Fingerprint of a dense index of ``texts`` encoded with the model at ``model_path``."""
-    settings = {"kind": "dense", "format": FORMAT_VERSION, "model_path": os.path.abspath(model_path)}
+def backend_of(encoder: Encoder) -> str:
+    """The inference backend of ``encoder`` (``torch`` for encoders that do not say)."""
+    return str(getattr(encoder, "backend", "torch"))
+
+
+def dense_fingerprint(texts: Sequence[str], model_path: str, backend: str = "torch") -> str:
+    """Fingerprint of a dense index of ``texts`` encoded with the model at ``model_path`` by ``backend``."""
+    settings: dict[str, Any] = {
+        "kind": "dense",
+        "format": FORMAT_VERSION,
+        "model_path": os.path.abspath(model_path),
+    }
+    if backend != "torch":  # torch indexes keep the fingerprint they had before backends existed
+        settings["backend"] = backend
     return corpus_fingerprint(texts, settings)
 
 
@@ -183,6 +238,7 @@ class DenseIndex:
         model_path: str = "",
         fingerprint: str = "",
         assume_normalized: bool = False,
+        backend: str = "torch",
     ) -> None:
         """Wrap ``embeddings`` (one row per chunk); raises ``ValueError`` unless it is 2-D.
 
@@ -197,6 +253,9 @@ class DenseIndex:
             self.embeddings = normalize_rows(embeddings)
         self.model_path = model_path
         self.fingerprint = fingerprint
+        self.backend = backend
+        self.cache_dir: Path | None = None
+        self.threads: int | None = None
         self._encoder: Encoder | None = None
         self.int8: Int8Index | None = None
         self.rerank = DEFAULT_RERANK
@@ -215,7 +274,8 @@ class DenseIndex:
         index = cls(
             enc(texts),
             model_path=enc.model_path,
-            fingerprint=dense_fingerprint(texts, enc.model_path),
+            fingerprint=dense_fingerprint(texts, enc.model_path, backend_of(enc)),
+            backend=backend_of(enc),
         )
         index._encoder = enc
         return index
@@ -281,11 +341,14 @@ class DenseIndex:
         return int8
 
     def encoder(self) -> Encoder:
-        """Encoder for queries: the one used to build, else one for :attr:`model_path` (lazy)."""
+        """Encoder for queries: the one used to build, else one for :attr:`model_path` and :attr:`backend`
+        (lazy; ONNX exports are looked up in :attr:`cache_dir`)."""
         if self._encoder is None:
             if not self.model_path:
                 raise ValueError("index has no model path; pass query vectors to search()")
-            self._encoder = SentenceTransformerEncoder(self.model_path)
+            self._encoder = SentenceTransformerEncoder(
+                self.model_path, backend=self.backend, cache_dir=self.cache_dir, threads=self.threads
+            )
         return self._encoder
 
     def search_text(self, query: str, k: int) -> list[ScoredChunk]:
@@ -302,7 +365,12 @@ class DenseIndex:
         with tempfile.NamedTemporaryFile(dir=path, suffix=".npy", delete=False) as tmp:
             np.save(tmp, self.embeddings, allow_pickle=False)
         os.replace(tmp.name, path / _EMBEDDINGS_FILE)
-        meta = {"format": FORMAT_VERSION, "model_path": self.model_path, "fingerprint": self.fingerprint}
+        meta = {
+            "format": FORMAT_VERSION,
+            "model_path": self.model_path,
+            "fingerprint": self.fingerprint,
+            "backend": self.backend,
+        }
         write_json_atomic(path / _META_FILE, meta)
 
     @classmethod
@@ -324,6 +392,7 @@ class DenseIndex:
             model_path=str(meta["model_path"]),
             fingerprint=str(meta["fingerprint"]),
             assume_normalized=True,
+            backend=backends.check_backend(str(meta.get("backend", "torch"))),
         )
 
 
@@ -342,7 +411,7 @@ def load_or_build_dense(
     uses one for this many chunks; raises ``OSError`` if saving fails.
     """
     enc = encoder or SentenceTransformerEncoder(model_path, batch_size=batch_size)
-    expected = dense_fingerprint(texts, enc.model_path)
+    expected = dense_fingerprint(texts, enc.model_path, backend_of(enc))
     try:
         index = DenseIndex.load(directory)
     except (OSError, ValueError, KeyError):
@@ -356,14 +425,24 @@ def load_or_build_dense(
     return index
 
 
-def open_dense(directory: str | os.PathLike[str], search: DenseSearch = DenseSearch()) -> DenseIndex:
+def open_dense(
+    directory: str | os.PathLike[str],
+    search: DenseSearch = DenseSearch(),
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    threads: int | None = None,
+) -> DenseIndex:
     """Open the index saved in ``directory`` for searching as ``search`` says.
 
     Below the threshold the embeddings are read into memory; from it on they stay memory-mapped (only the
     re-scored rows are read) and the int8 copy is loaded, or built and saved if missing or stale.
+    Queries are encoded by the index's model and backend, ONNX exports looked up in ``cache_dir``
+    (default :func:`default_cache_dir`), with ``threads`` (see :class:`SentenceTransformerEncoder`).
     Raises what :meth:`DenseIndex.load` raises, and ``OSError`` if saving the int8 copy fails.
     """
     index = DenseIndex.load(directory, mmap=True)
+    index.cache_dir = Path(cache_dir) if cache_dir is not None else None
+    index.threads = threads
     if search.uses_int8(index.n_docs):
         index.attach_int8(Path(directory) / _INT8_DIR, rerank=search.rerank)
     else:

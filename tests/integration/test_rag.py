@@ -146,6 +146,38 @@ def test_int8_dense_search_in_the_service_returns_the_exact_results(
     assert results[0] == results[1]
 
 
+def test_onnx_int8_encoder_in_the_service(settings: Settings, engine: Any, tmp_path: Path) -> None:
+    # The encoder backend is part of the index's fingerprint: an index encoded by torch is out of date for
+    # the int8 ONNX backend until it is rebuilt, and the rebuilt one answers like torch's.
+    by_backend = {}
+    for backend in ("torch", "onnx-int8"):
+        s = settings.model_copy(deep=True, update={"data_dir": tmp_path})
+        s.embeddings.backend = backend
+        by_backend[backend] = s
+    questions = [json.loads(x)["question"] for x in (DEMO / "questions.jsonl").read_text().splitlines()]
+
+    def top5(c: TestClient, ds: int) -> list[list[tuple[str, int]]]:
+        out = []
+        for q in questions[:20]:
+            r = c.post(f"/datasets/{ds}/retrieve", json={"query": q, "k": 5, "mode": "dense"}).json()
+            out.append([(x["document_id"], x["start"]) for x in r["chunks"]])
+        return out
+
+    with admin_client(create_app(by_backend["torch"])) as c:
+        ds = indexed(c)
+        torch_top5 = top5(c, ds)
+    with admin_client(create_app(by_backend["onnx-int8"])) as c:
+        stale = assert_envelope(c.post(f"/datasets/{ds}/retrieve", json={"query": "x", "mode": "dense"}), 409)
+        assert "out of date" in stale["detail"]
+        c.post(f"/datasets/{ds}/index")
+        drain(c)
+        int8_top5 = top5(c, ds)
+    meta = json.loads((tmp_path / "indexes" / str(ds) / "dense" / "dense.json").read_text())
+    assert meta["backend"] == "onnx-int8"
+    overlap = sum(len(set(a) & set(b)) for a, b in zip(int8_top5, torch_top5, strict=True)) / 100
+    assert overlap >= 0.9, overlap
+
+
 def test_retrieved_offsets_are_exact(client: TestClient) -> None:
     ds = indexed(client)
     docs = {
