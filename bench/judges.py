@@ -74,6 +74,7 @@ API_KEY = "bench-key"
 DECLINED = "Je ne sais pas"
 JUDGE_THREAD = "bench-test-judge"  # the FakeLLM's server thread, renamed when started
 GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gateway.py)
+BATCH: list[int] = []  # --batch-size, when given (else the service's default)
 
 
 # ------------------------------------------------------------------------------------------------ samples
@@ -256,10 +257,25 @@ def watching(fake: Any) -> Iterator[dict[str, Any]]:
         start = len(fake.requests)
         fake.max_in_flight = fake.in_flight
     out: dict[str, Any] = {}
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:  # the judge's requests in flight, every 0.1 s
+        while not stop.wait(0.1):
+            samples.append(fake.in_flight)
+
+    sampler = threading.Thread(target=sample, name="bench-in-flight", daemon=True)
     t0, c0, j0, g0 = time.perf_counter(), time.process_time(), thread_cpu(JUDGE_THREAD), thread_cpu(GATEWAY)
+    sampler.start()
     try:
         yield out
     finally:
+        stop.set()
+        sampler.join()
+        # mean in flight per 5 s of the block
+        out["timeline"] = [
+            sum(samples[i : i + 50]) / len(samples[i : i + 50]) for i in range(0, len(samples), 50)
+        ]
         out["wall"] = time.perf_counter() - t0
         out["cpu"] = time.process_time() - c0
         out["judge_cpu"] = thread_cpu(JUDGE_THREAD) - j0
@@ -404,7 +420,7 @@ def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, process
         database_url=url,
         data_dir=tmp / "data",
         judge=judge,
-        jobs={"worker_processes": processes},  # type: ignore[arg-type]
+        jobs={"worker_processes": processes, **({"scoring_batch_size": BATCH[0]} if BATCH else {})},  # type: ignore[arg-type]
     )
     with factory.begin() as s:
         ds = Dataset(name="bench-judges", language="en", chunking={})
@@ -479,7 +495,7 @@ def service_job(
                     status = s.scalar(select(Job.status).where(Job.id == created.id))
                 if status in ("done", "failed", "cancelled"):
                     break
-                time.sleep(0.05)
+                time.sleep(0.2)  # a client polling the job (each poll is a query in this process)
     seen["workers_cpu"] = _children_cpu(pids) - w0
     seen["cpu"] += seen["workers_cpu"]
     with svc.factory() as s:
@@ -553,7 +569,8 @@ def service_path(
         f"job {info['status']}: {info['total']} scores ({len(svc.names)} metrics x {len(items)} outputs), "
         f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, {upstream} sent "
         f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s; "
-        f"load average (1 min) at its end {first['load']:.1f}"
+        f"load average (1 min) at its end {first['load']:.1f}; judge requests in flight, mean per 5 s: "
+        + " ".join(f"{x:.0f}" for x in first["timeline"])
     )
     bench.rows.append(
         Row(
@@ -921,10 +938,13 @@ def main() -> None:
     ap.add_argument("--memory-jobs", type=int, default=0, help="then N refreshed jobs, memory after each")
     ap.add_argument("--memory-samples", type=int, default=24)
     ap.add_argument("--ragchecker-timeout", type=float, default=600.0)
+    ap.add_argument("--batch-size", type=int, default=0, help="scoring items per batch (0: the default)")
     ap.add_argument(
         "--constant-answers", action="store_true", help="the test judge's answers unchanged (see the doc)"
     )
     args = ap.parse_args()
+    if args.batch_size:
+        BATCH.append(args.batch_size)
     counts = [int(x) for x in str(args.processes).split(",") if x.strip()]
 
     from tests.fakellm import FakeLLM
