@@ -53,7 +53,7 @@ from services.judge.repository import CachedCall, JudgeCallRepository
 log = logging.getLogger("ragmeta.judge")
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 SCOPE_HEADER = "x-ragmeta-scope"
-CACHE_FLUSH_S = 0.05
+CACHE_FLUSH_S = 0.25
 # A ledger nobody released (its worker died) is dropped after this long without a call.
 LEDGER_IDLE_S = 3600.0
 

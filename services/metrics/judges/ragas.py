@@ -106,6 +106,33 @@ def _load_embeddings(path: str) -> Any:
     return HuggingFaceEmbeddings(model=path, device="cpu", local_files_only=True)
 
 
+_schema_lock = threading.Lock()
+_schema_cached: set[type] = set()
+
+
+def _cache_json_schema(model: type) -> None:
+    """Make ``model.model_json_schema()`` build its schema once per process for each set of arguments.
+
+    Every Ragas judge call generates its output model's JSON schema twice (Ragas' prompt text and
+    instructor's JSON-mode system message): about a millisecond of pydantic work each, for a schema that
+    cannot change (the output models are fixed classes). Callers get a copy, as from pydantic."""
+    with _schema_lock:
+        if model in _schema_cached or not hasattr(model, "model_json_schema"):
+            return
+        generate = model.model_json_schema.__func__
+        built: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+        def cached(cls: type, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            key = (cls, args, tuple(sorted(kwargs.items())))
+            schema = built.get(key)
+            if schema is None:
+                schema = built[key] = generate(cls, *args, **kwargs)
+            return copy.deepcopy(schema)
+
+        type.__setattr__(model, "model_json_schema", classmethod(cached))
+        _schema_cached.add(model)
+
+
 def _language_name(code: str) -> str:
     """The name Ragas' prompt adaptation expects for a language code (prompts/languages.json)."""
     return prompts.language_name(code)
@@ -363,6 +390,8 @@ class Adapter(JudgeAdapter):
         metric = self._build(llm, embeddings)
         for attr, prompt in adapted.items():
             setattr(metric, attr, prompt)
+        for prompt in self._prompt_attrs(metric).values():
+            _cache_json_schema(prompt.output_model)
         # The translated prompts just loaded, as the score memo identifies them.
         return _Prepared(metric, self.memo_basis(None, ctx))
 
