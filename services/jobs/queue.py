@@ -14,7 +14,8 @@ What procrastinate gives, and how it is used:
   queue (``retry_job``); the batch runs again under the same procrastinate job id, so it takes its own
   half-done items back (its claim token is that id);
 - retries: a batch whose handler raised is retried after a pause until its items have been tried
-  ``jobs.max_item_retries`` times, then they fail with the cause;
+  ``jobs.max_item_retries`` times, then they fail with the cause; a batch that failed around its handler
+  (the database unreachable while claiming or recording) is retried too, with a growing pause;
 - cancellation stays ours (``POST /jobs/{id}/cancel``): a batch of a cancelled job gives its items back
   unstarted and ends; a resume defers new batches for what is left. The batch running when the job is
   cancelled finishes, as before;
@@ -102,7 +103,7 @@ def dispatch(session: Session, settings: Settings, job_id: int, kind: str) -> in
 # --------------------------------------------------------------------------------------------- the task
 def run_batch_task(ctx: JobContext, queue_job_id: int, job_id: int, first: int, last: int) -> str:
     """The body of one ``ragmeta.batch``: claim the range's items, run them, record their outcomes."""
-    from services.jobs.worker import run_batch
+    from services.jobs.worker import refresh_job, run_batch
 
     token = token_of(queue_job_id)
     session = ctx.session_factory()
@@ -118,6 +119,8 @@ def run_batch_task(ctx: JobContext, queue_job_id: int, job_id: int, first: int, 
             return f"job {job.status}, {released} items given back"
         items = repo.claim_range(job_id, first, last, token, ctx.settings.jobs.lease_s)
         if not items:
+            # Also a batch run again after it recorded its items but not the job's counts.
+            refresh_job(session, job)
             return "nothing left"
         if not run_batch(ctx, session, job, items, token):
             raise BatchRetry(f"job {job_id}: items {first}..{last} go back to pending")
@@ -136,9 +139,12 @@ def build_app(settings: Settings, ctx: JobContext | None = None) -> procrastinat
             conninfo=conninfo(settings.database_url), min_size=1, max_size=4
         )
     )
-    # No bound on the queue's side: the items' own attempts decide when a batch gives up (run_batch), and a
-    # batch put back by the stalled sweep counts as an attempt here too.
-    retry = procrastinate.RetryStrategy(wait=RETRY_WAIT_S, retry_exceptions={BatchRetry})
+    # Every failure is retried, the pause growing by RETRY_WAIT_S each time: a handler that raised
+    # (BatchRetry), and a batch that failed around it (the database gone for a moment while claiming or
+    # recording), whose claimed items only this batch takes back (its token). No bound on the queue's side:
+    # the items' own attempts decide when a batch gives up (run_batch), and a batch put back by the stalled
+    # sweep counts as an attempt here too.
+    retry = procrastinate.RetryStrategy(wait=RETRY_WAIT_S, linear_wait=RETRY_WAIT_S)
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
     def batch(context: procrastinate.JobContext, job_id: int, first: int, last: int) -> str:

@@ -218,6 +218,35 @@ def test_a_failing_batch_is_retried_by_the_queue_then_its_items_fail(
 
 
 @pg_only
+def test_a_batch_that_failed_around_its_handler_is_retried_and_takes_its_items_back(
+    client: TestClient, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database fails once while a batch records its outcomes (after its items were claimed): the queue
+    retries the batch, which takes back its own claimed items and finishes the job with each score once."""
+    from services.jobs import worker as worker_module
+
+    original = worker_module.refresh_job
+    failures: list[int] = []
+
+    def flaky(session: Any, job: Any) -> None:
+        if not failures:
+            failures.append(job.id)
+            raise RuntimeError("connection reset while recording")
+        original(session, job)
+
+    monkeypatch.setattr(worker_module, "refresh_job", flaky)
+    monkeypatch.setattr("services.jobs.queue.RETRY_WAIT_S", 0)
+    job = _scoring_job(client, batch_size=100)
+    QueueWorker(_ctx(client), "q-test").drain()
+    final = client.get(f"/jobs/{job['id']}").json()
+    assert failures == [job["id"]]
+    assert (final["status"], final["done"], final["failed"], final["pending"]) == ("done", job["total"], 0, 0)
+    rows = _scores(engine)
+    assert len(rows) == job["total"] == len(set(rows))
+    assert _queue(engine) == []
+
+
+@pg_only
 async def test_concurrent_job_creation_defers_each_jobs_batches_exactly(
     live_server: Live, engine: Engine
 ) -> None:
