@@ -5,6 +5,7 @@ Not a test. Run from the repository root::
     python bench/retrieval.py                    # 10k, 100k and 1M chunks + MiniLM encoding
     python bench/retrieval.py --sizes 10k,100k   # fewer sizes
     python bench/retrieval.py --encode-texts 0   # skip the model
+    python bench/retrieval.py --sizes "" --backends torch,torch:1,onnx,onnx-int8   # encoder backends only
 
 Each corpus size runs in its own subprocess so that memory measurements start from a clean process:
 the peak-memory column is the resident-set high-water mark during the build (``VmHWM``, reset
@@ -829,12 +830,14 @@ def main() -> None:
         "--ref-build-budget", type=float, default=120.0, help="max estimated rank-bm25 build s"
     )
     parser.add_argument("--words-at-1m", type=int, default=60, help="words per chunk above 100k chunks")
-    parser.add_argument("--encode-texts", type=int, default=1000, help="texts to encode (0 skips the model)")
+    parser.add_argument(
+        "--encode-texts", type=int, default=256, help="texts each backend encodes (0 skips the model)"
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument(
         "--backends",
-        default="torch,torch:1,onnx,onnx:1,onnx-int8,onnx-int8:1",
-        help="encoder backends compared, name[:threads]; the first is the reference",
+        default="torch,onnx,onnx-int8",
+        help="encoder backends compared, name[:threads] (e.g. torch:1,onnx:1); the first is the reference",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the raw results to this file")
