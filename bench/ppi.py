@@ -21,6 +21,8 @@ interval on the same replicates. Methods:
 "lower" rows use 1 - metric (a lower-is-better metric): the clipped lambda falls to 0 there.
 
 Usage: python bench/ppi.py [--replicates 1000] [--sizes 100,500] [--rhos 0.3,0.6,0.85] [--seed 0]
+       python bench/ppi.py --against-ppi-py   # services.ppi vs ppi_py itself, where ppi-python is installed
+                                              # (not a dependency: it imports numba at import time)
 """
 
 from __future__ import annotations
@@ -114,6 +116,41 @@ def cell(
     return out
 
 
+def against_ppi_py(cases: int = 300, seed: int = 0) -> None:
+    """services.ppi with lambda clipped and the normal quantile against ppi_py.ppi_mean_ci(alpha=0.05), and
+    its default (unclipped) point estimate against ppi_mean_pointestimate(lam=None) where lambda is in
+    (0, 1)."""
+    # bench/coverage.py would shadow the coverage package numba imports.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    import ppi_py
+
+    rng = np.random.default_rng(seed)
+    worst_ci = worst_est = 0.0
+    inside = 0
+    for i in range(cases):
+        h, m = simulate(rng, 100, 0.3 + 0.6 * float(rng.random()))
+        if i % 2:
+            m = np.clip(m * 5, 0, 5)  # on the rubric's scale: lambda often inside (0, 1)
+        n = int(rng.integers(10, 60))
+        idx = rng.permutation(100)
+        r, u = idx[:n], idx[n:]
+        lo, hi = ppi_py.ppi_mean_ci(h[r], m[r], m[u], alpha=0.05)
+        lam = ppi.tuned_lambda(h[r], m[r], m[u])
+        mine = ppi.ppi_mean(h[r], m[r], m[u], lam=min(max(lam, 0.0), 1.0), quantile="z")
+        worst_ci = max(
+            worst_ci, abs(float(np.ravel(lo)[0]) - mine.ci_low), abs(float(np.ravel(hi)[0]) - mine.ci_high)
+        )
+        if 0 < lam < 1:
+            inside += 1
+            est = float(np.ravel(ppi_py.ppi_mean_pointestimate(h[r], m[r], m[u]))[0])
+            worst_est = max(worst_est, abs(est - ppi.ppi_mean(h[r], m[r], m[u]).estimate))
+    print(
+        f"{cases} cases: max |ppi_py.ppi_mean_ci - services.ppi (lambda clipped, z)| = {worst_ci:.2e}; "
+        f"{inside} cases with lambda in (0, 1): max |ppi_mean_pointestimate - services.ppi| = {worst_est:.2e}"
+    )
+
+
 def flag(c: float, se: float) -> str:
     if c < BAND[0] - 2 * se:
         return " LOW"
@@ -129,7 +166,13 @@ def main() -> None:
     ap.add_argument("--rhos", default="0.3,0.6,0.85")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-lower", action="store_true", help="skip the lower-is-better rows")
+    ap.add_argument(
+        "--against-ppi-py", action="store_true", help="compare with ppi_py (if installed) and exit"
+    )
     args = ap.parse_args()
+    if args.against_ppi_py:
+        against_ppi_py(seed=args.seed)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     rhos = [float(r) for r in args.rhos.split(",")]
     reps = args.replicates

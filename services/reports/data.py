@@ -3,6 +3,9 @@ metric column, with the reason each value is missing."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,40 @@ class ReportData:
     # Ratings and scores of earlier answers (kept in history, excluded from the report).
     retired_ratings: int = 0
     retired_scores: int = 0
+    # metric -> (judge configurations with scores stored, the judge of the configuration reported), for the
+    # metrics scored under more than one judge configuration.
+    several_judges: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+
+
+def judge_fingerprint(judge: dict[str, Any]) -> str:
+    """The id of a judge configuration: (model, endpoint, language) of a score's stored ``judge`` config."""
+    blob = json.dumps(
+        {k: judge.get(k) for k in ("model", "endpoint", "language")}, sort_keys=True, default=str
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _several_judges(
+    repo: ScoreRepository, run_ids: list[int], cells: list[tuple[Any, ...]], used: dict[str, str]
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    keys: dict[str, set[str]] = defaultdict(set)
+    for _, metric, ckey, *_ in cells:
+        keys[metric].add(ckey)
+    multi = {m: ks for m, ks in keys.items() if len(ks) > 1}
+    if not multi:
+        return {}
+    meta = repo.column_meta(run_ids, {(m, c) for m, ks in multi.items() for c in ks})
+    out = {}
+    for metric, ks in multi.items():
+        judges = {
+            c: judge
+            for c in ks
+            if isinstance(judge := (meta.get((metric, c), ({}, {}))[0] or {}).get("judge"), dict)
+        }
+        fingerprints = {judge_fingerprint(j) for j in judges.values()}
+        if len(fingerprints) > 1 and used[metric] in judges:
+            out[metric] = (len(fingerprints), judges[used[metric]])
+    return out
 
 
 def gather(session: Session, run_ids: list[int], reference: str, min_raters: int) -> ReportData:
@@ -94,4 +131,7 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
         else:
             col.missing[oid] = f"undefined: {reason or 'no value'}"
     retired_ratings, retired_scores = RunRepository(session).retired_counts(run_ids)
-    return ReportData(datasets.pop(), run_ids, items, columns, table, retired_ratings, retired_scores)
+    several = _several_judges(repo, run_ids, cells, {m: c for m, (c, _) in configs.items()})
+    return ReportData(
+        datasets.pop(), run_ids, items, columns, table, retired_ratings, retired_scores, several
+    )

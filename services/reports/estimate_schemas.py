@@ -130,6 +130,7 @@ class CoefficientDifference(BaseModel):
     p_value: float | None
     p_method: str | None
     undefined_reason: str | None = None
+    holm_p: float | None = Field(default=None, description="p adjusted by Holm over the metrics compared")
 
 
 class SensitivityRow(BaseModel):

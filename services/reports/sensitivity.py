@@ -17,8 +17,6 @@ configurations' scores agree with each other on every output both scored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +30,7 @@ from services import stats
 from services.config import Settings
 from services.errors import InvalidItems, ItemError
 from services.reports.data import Column, gather
+from services.reports.data import judge_fingerprint as fingerprint
 from services.reports.estimate_schemas import (
     CoefficientDifference,
     ConfigAgreement,
@@ -51,13 +50,6 @@ RULE = (
     "A judge configuration is (model, endpoint, language) as recorded in each judge score's configuration. "
     "Reports use, per metric, the latest configuration scored; the others stay stored and are compared here."
 )
-
-
-def fingerprint(judge: dict[str, Any]) -> str:
-    blob = json.dumps(
-        {k: judge.get(k) for k in ("model", "endpoint", "language")}, sort_keys=True, default=str
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -277,6 +269,10 @@ def build_sensitivity(
         vb = _values(cells, metric, cb.keys[metric][0])
         col = data.columns.get(metric) or Column(metric, metric, ca.keys[metric][0])
         rows.append(_row(col, human, va, vb, questions))
+    for i in range(len(METHODS)):
+        diffs = [r.differences[i] for r in rows]
+        for d, p in zip(diffs, stats.adjust_p_values([d.p_value for d in diffs], "holm"), strict=True):
+            d.holm_p = p
     reported = _reported(cells)
     warnings = [
         ReportWarning(
@@ -304,7 +300,8 @@ def build_sensitivity(
             "coefficients "
             "(positive: a agrees better with the raters): Zou's interval for two dependent correlations "
             "sharing the human score, with Williams' t (Pearson) or the Fieller z-test (Spearman, Kendall); "
-            "p unadjusted. Agreement of the two configurations' scores: on every output both scored, Pearson "
+            "holm_p adjusts p over the metrics compared, per coefficient. Agreement of the two "
+            "configurations' scores: on every output both scored, Pearson "
             "and Spearman with their intervals, mean difference b - a with its t interval. " + RULE
         ),
         warnings=warnings,
@@ -330,6 +327,7 @@ def sensitivity_rows(res: JudgeSensitivity) -> list[dict[str, object]]:
             row[f"{d.method}_diff"] = d.difference
             row[f"{d.method}_diff_ci_low"], row[f"{d.method}_diff_ci_high"] = d.ci_low, d.ci_high
             row[f"{d.method}_diff_p"] = d.p_value
+            row[f"{d.method}_diff_holm_p"] = d.holm_p
         ag = r.agreement
         row.update(
             {

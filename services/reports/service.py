@@ -68,6 +68,19 @@ def retired_notes(data: ReportData) -> list[str]:
     return notes
 
 
+def judge_notes(data: ReportData) -> list[str]:
+    """Say which judge configuration the report uses for metrics scored under several (the latest scored)."""
+    groups: dict[tuple[int, str, str], list[str]] = {}
+    for metric, (n, judge) in sorted(data.several_judges.items()):
+        key = (n, str(judge.get("model")), str(judge.get("language")))
+        groups.setdefault(key, []).append(metric)
+    return [
+        f"{', '.join(metrics)}: scores from {n} judge configurations are stored; this report uses the one "
+        f"scored last (model {model}, language {language}); GET /runs/<id>/judge-sensitivity compares them"
+        for (n, model, language), metrics in groups.items()
+    ]
+
+
 def run_notes(run: Run) -> list[str]:
     meta = run.meta or {}
     notes = [str(n) for n in (meta.get("notes") or [])]
@@ -642,7 +655,7 @@ def build_report(
         metrics = {col.name: metrics[col.name] for col in overall}
         by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
     n_ref = sum(1 for it in items if it.human is not None)
-    notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data)
+    notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data) + judge_notes(data)
     report = ReportRead(
         dataset_id=data.dataset_id,
         runs=[RunInfo(id=r.id, name=r.name, notes=run_notes(r)) for r in runs],

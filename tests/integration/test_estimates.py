@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
 
 from services.db import session_scope
 from services.runs.repository import RunRepository
@@ -192,6 +193,11 @@ def test_judge_sensitivity_matches_scipy(client: TestClient) -> None:
     report = client.get(f"/runs/{run}/report").json()
     row = next(m for m in report["analyses"][0]["metrics"] if m["metric"] == "ragas.faithfulness")
     assert row["pearson"]["estimate"] == pytest.approx(sps.pearsonr(B, H).statistic)
+    # ... and says so.
+    assert (
+        "opik.hallucination, ragas.faithfulness: scores from 2 judge configurations are stored; this report "
+        "uses the one scored last (model judge-large, language fr)"
+    ) in " ".join(report["notes"])
 
     body = client.get(f"/runs/{run}/judge-sensitivity").json()
     assert (body["a"]["id"], body["b"]["id"]) == (confs[0]["id"], confs[1]["id"])
@@ -215,6 +221,9 @@ def test_judge_sensitivity_matches_scipy(client: TestClient) -> None:
             pytest.approx(-0.3850283314391481),
             pytest.approx(0.6725785620423174),
         )
+        # Holm over the two metrics (statsmodels' multipletests, method named: its default is Holm-Sidak).
+        holm = multipletests([d["p_value"]] * 2, method="holm")[1][0]
+        assert d["holm_p"] == pytest.approx(holm)
         ds = next(x for x in r["differences"] if x["method"] == "spearman")
         assert ds["difference"] == pytest.approx(
             sps.spearmanr(A, H).statistic - sps.spearmanr(B, H).statistic
