@@ -35,8 +35,9 @@ def run_worker_process(
     settings_json: str, gateway_url: str | None, worker_id: str, parent: int, ready: Any = None
 ) -> None:
     """The body of one worker process: a Worker with its own resources, until SIGTERM or its parent ends.
-    With a judge configured, the judge libraries are imported in the background as it starts (``ready`` is
-    set once they are)."""
+    With a judge configured, the judge libraries are imported before the worker takes its first batch
+    (``ready`` is set once they are): a batch importing openai while a background thread did the same
+    failed with ``KeyError: 'openai.types'``."""
     from services.db import make_engine, make_session_factory
     from services.jobs.queue import make_worker
     from services.jobs.worker import JobContext
@@ -54,7 +55,7 @@ def run_worker_process(
         if ready is not None:
             ready.set()
 
-    threading.Thread(target=warm, name="preload", daemon=True).start()
+    warm()
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)
     resources = ScoringResources(settings, factory, gateway_url=gateway_url)
