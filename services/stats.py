@@ -1748,7 +1748,10 @@ def _icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccR
             "score": data.ravel(),
         }
     )
-    table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    # Raters who agree exactly (the mean square error is 0) make pingouin divide by zero: its F is then inf
+    # and the ICC 1, a defined value. np.errstate is per thread (the report runs in threads).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
     intervals = _icc_intervals(data)
     out: dict[str, IccResult] = {}
     for row in table.itertuples(index=False):

@@ -746,3 +746,14 @@ def test_rank_difference_is_zou_on_the_fieller_intervals() -> None:
     assert klo < sps.kendalltau(A, H).statistic - sps.kendalltau(B, H).statistic < khi
     with pytest.raises(ValueError):
         stats.rank_difference("kendall", A, np.ones(12), H)
+
+
+def test_raters_in_exact_agreement_have_icc_one_without_a_division_warning() -> None:
+    # The mean square error is 0: pingouin divides by zero (a RuntimeWarning, an error under this suite's
+    # filterwarnings), which under concurrent rating imports turned a report into a 500 in the load test.
+    scores = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    result = agreement(np.vstack([scores, scores]), ["r1", "r2"], 1, 5, seed=0, n_resamples=50)
+    assert sorted(result.icc) == sorted(
+        ("ICC(1,1)", "ICC(A,1)", "ICC(C,1)", "ICC(1,k)", "ICC(A,k)", "ICC(C,k)")
+    )
+    assert [icc.estimate for icc in result.icc.values()] == [pytest.approx(1.0)] * 6
