@@ -14,8 +14,10 @@ import csv
 import io
 import json
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,16 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """SIGINT blocked for this thread (threads started inside inherit it); delivered when the block ends."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
     """Follow a job with a progress bar until it ends. Ctrl-C stops following; the job goes on."""
     from rich.console import Console
@@ -109,13 +121,18 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
     try:
         # Inside the try: Ctrl-C right after this line is printed must still get the message below.
         _say(f"following job {job_id} ({label}); Ctrl-C stops following, the job goes on")
-        with Progress(
+        p = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
             console=Console(stderr=True),
-        ) as p:
+        )
+        # Ctrl-C is held back while the bar starts and stops its refresh thread and redirects stderr: an
+        # interrupt inside either left a half-started bar whose thread the message below waited on forever.
+        with _no_sigint():
+            p.start()
+        try:
             task = p.add_task(label, total=job["total"])
             while True:
                 job = _check(c.get(f"/jobs/{job_id}"))
@@ -123,6 +140,9 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
                 if job["status"] in ("done", "failed", "cancelled"):
                     break
                 time.sleep(0.5)
+        finally:
+            with _no_sigint():
+                p.stop()
     except KeyboardInterrupt:
         _say(
             f"\nstopped following job {job_id}; it goes on in the service.\n"
