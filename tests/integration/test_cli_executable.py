@@ -194,6 +194,9 @@ def test_ctrl_c_leaves_the_job_running_and_says_how_to_follow_it(
         job = re.search(r"job (\d+)", started.stdout).group(1)  # type: ignore[union-attr]
         proc = subprocess.Popen(
             [str(RAGMETA), "wait", job],
+            # an earlier test in this process may leave SIGINT ignored, which a child inherits (Python then
+            # keeps): a user's shell never starts the command that way
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             cwd=tmp_path,
             env=cli.env,
             stdout=subprocess.PIPE,
