@@ -18,6 +18,7 @@ imported inside the functions that use them: importing this module must stay che
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -81,6 +82,12 @@ __all__ = [
     "williams_t",
     "zou_ci",
 ]
+
+# pingouin.intraclass_corr switches pingouin's global rounding options off and back on around its ANOVA
+# (pingouin.config._no_rounding: copy, clear, restore). Two threads inside it at once interleave the copy
+# and the restore, and the process keeps rounding off for good; reports run in threads, so every call into
+# it holds this lock.
+_PINGOUIN_LOCK = threading.Lock()
 
 # Values closer than this (relative to the largest magnitude, floor 1) count as equal: scores such as
 # 0.1 + 0.2 and 0.3 must not produce a spurious correlation out of rounding noise.
@@ -1750,7 +1757,7 @@ def _icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccR
     )
     # Raters who agree exactly (the mean square error is 0) make pingouin divide by zero: its F is then inf
     # and the ICC 1, a defined value. np.errstate is per thread (the report runs in threads).
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"), _PINGOUIN_LOCK:
         table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
     intervals = _icc_intervals(data)
     out: dict[str, IccResult] = {}
