@@ -7,8 +7,6 @@ import importlib.util
 import os
 import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +14,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
@@ -29,6 +26,7 @@ from services.accounts.schemas import KeyCreate, Role
 from services.db import downgrade, make_engine, make_session_factory, session_scope, upgrade
 from services.models import Base
 from services.offline import apply_offline_env
+from tests.live import Served
 
 apply_offline_env()
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -210,20 +208,13 @@ class Live:
 def live_server(settings: Settings, engine: Engine) -> Iterator[Live]:
     """The app served by uvicorn on a loopback port in a background thread (real concurrency, real
     threadpool and event loop), with authentication on; yields its URL and an admin's credential."""
-    port = free_port()
     app = create_app(settings)
     headers = {"Authorization": f"Bearer {issue_key(app, 'live-admin')}"}
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield Live(f"http://127.0.0.1:{port}", headers)
-    server.should_exit = True
-    thread.join(30)
+    served = Served(app).start()
+    try:
+        yield Live(served.url, headers)
+    finally:
+        served.stop()
 
 
 __all__ = ["FIXTURES", "Live", "admin_client", "downgrade", "free_port", "issue_key", "open_mode"]

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from tests.live import Served
 
 Reply = str | dict[str, Any] | Response
 Script = Callable[[dict[str, Any], int], Reply]
@@ -42,8 +41,7 @@ class FakeLLM:
     in_flight: int = 0
     max_in_flight: int = 0
     port: int = 0
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+    _served: Served | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -76,24 +74,13 @@ class FakeLLM:
 
     def start(self) -> FakeLLM:
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error")
-        )
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._served = Served(app, log_level="error").start()
+        self.port = self._served.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._served is not None:
+            self._served.stop()
 
     def prompts(self) -> list[str]:
         return ["\n".join(str(m.get("content", "")) for m in r.get("messages", [])) for r in self.requests]

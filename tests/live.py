@@ -6,38 +6,59 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 
 
+class Served:
+    """An ASGI app served by uvicorn in a daemon thread of the test process, on a loopback socket bound
+    before the server starts (no window in which another process can take the port)."""
+
+    def __init__(self, app: Any, start_timeout_s: float = 30, **config: Any) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config.setdefault("log_level", "warning")
+        self._server = uvicorn.Server(uvicorn.Config(app, **config))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._start_timeout_s = start_timeout_s
+
+    def start(self) -> Served:
+        """Start serving; returns once uvicorn has run the lifespan and listens (bounded wait)."""
+        self._thread.start()
+        deadline = time.monotonic() + self._start_timeout_s
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError("the test server did not start")
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        self._sock.close()
+
+
 @contextmanager
 def serve(app: FastAPI) -> Iterator[str]:
     """Serve ``app`` until the block ends; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    started = threading.Event()
-    # Wait for start-up (bounded: uvicorn sets `started` once the lifespan and socket are up).
-    for _ in range(600):
-        if server.started or not thread.is_alive():
-            break
-        started.wait(0.05)
-    if not server.started:
-        raise RuntimeError("the test server did not start")
+    served = Served(app, lifespan="on").start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield served.url
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+        served.stop()
 
 
 @asynccontextmanager

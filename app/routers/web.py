@@ -56,19 +56,13 @@ class HtmlRoute(APIRoute):
             except _LoginRequired:
                 return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
             except ServiceError as exc:
-                titles = {
-                    403: "Not allowed",
-                    404: "Not found",
-                    422: "Invalid request",
-                    429: "Too many attempts",
-                }
                 response = templates.TemplateResponse(
                     request,
                     "error.html",
                     {
                         "identity": None,
                         "status": exc.status,
-                        "title": titles.get(exc.status, "Error"),
+                        "title": TITLES.get(exc.status, "Error"),
                         "detail": exc.detail,
                     },
                     status_code=exc.status,

@@ -27,7 +27,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy import Engine, func, select
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +35,7 @@ from starlette.routing import Route
 
 from services.models import JobItem, MetricScore
 from tests.judgefake import answer, completion
+from tests.live import Served
 
 ROOT = Path(__file__).resolve().parents[2]
 PG = (os.environ.get("RAGMETA_TEST_DATABASE_URL") or "").startswith("postgresql")
@@ -66,8 +66,7 @@ class SlowJudge:
     max_in_flight: int = 0
     port: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+    _served: Served | None = None
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
@@ -105,23 +104,13 @@ class SlowJudge:
 
     def start(self) -> SlowJudge:
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-        self.port = _free_port()
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error", timeout_keep_alive=60)
-        )
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            assert time.monotonic() < deadline, "the judge stub did not start"
-            time.sleep(0.02)
+        self._served = Served(app, log_level="error", timeout_keep_alive=60).start()
+        self.port = self._served.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._served is not None:
+            self._served.stop()
 
 
 def most_at_once(calls: list[Call], killed: str, killed_at: float) -> int:
