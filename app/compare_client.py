@@ -89,40 +89,35 @@ def _fmt(args: argparse.Namespace) -> str:
     return fmt or "text"
 
 
+def _fetch(
+    c: httpx.Client, args: argparse.Namespace, path: str, params: dict[str, Any], fmt: str, text: Any
+) -> None:
+    """GET the analysis as CSV (written as is), JSON (pretty) or a terminal table (``text`` of the JSON)."""
+    if fmt == "csv":
+        params = params | {"format": "csv"}
+    resp = _check(c.get(path, params=params))
+    if fmt == "csv":
+        _write(args, resp.text)
+    elif fmt == "json":
+        _write(args, json.dumps(resp, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write(args, text(resp))
+
+
 def cmd_pairwise(c: httpx.Client, args: argparse.Namespace) -> None:
     fmt = _fmt(args)
     params: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b, "source": args.source, "k": args.k}
     if fmt == "svg":
-        resp = _check(c.get("/reports/pairwise.svg", params=params))
-        _write(args, resp.text)
-        return
-    if fmt == "csv":
-        params["format"] = "csv"
-    resp = _check(c.get("/reports/pairwise", params=params))
-    if fmt == "csv":
-        _write(args, resp.text)
+        _write(args, _check(c.get("/reports/pairwise.svg", params=params)).text)
     else:
-        _write(
-            args,
-            json.dumps(resp, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else pairwise_text(resp),
-        )
+        _fetch(c, args, "/reports/pairwise", params, fmt, pairwise_text)
 
 
 def cmd_systems(c: httpx.Client, args: argparse.Namespace) -> None:
     fmt = _fmt(args)
     if fmt == "svg":
         raise UsageError("the system level has no figure: write .json, .csv or .txt")
-    params: dict[str, Any] = {"runs": args.runs, "k": args.k}
-    if fmt == "csv":
-        params["format"] = "csv"
-    resp = _check(c.get("/reports/systems", params=params))
-    if fmt == "csv":
-        _write(args, resp.text)
-    else:
-        _write(
-            args,
-            json.dumps(resp, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else systems_text(resp),
-        )
+    _fetch(c, args, "/reports/systems", {"runs": args.runs, "k": args.k}, fmt, systems_text)
 
 
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:

@@ -7,16 +7,16 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import Response
 
 from app.deps import RunId
 from app.errors import responses
 from app.routers.reports import _compute
+from app.tables import table_response
 from services.reports import estimate_render
 from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
 from services.reports.estimates import estimate_rows
 from services.reports.sensitivity import sensitivity_rows
-from services.scores.service import table_csv
 
 router = APIRouter(tags=["reports"])
 
@@ -29,21 +29,6 @@ ConfigQuery = Annotated[
         description="a judge configuration id from GET /runs/{run_id}/judge-configurations",
     ),
 ]
-
-
-def _csv(rows: list[dict[str, Any]], name: str) -> PlainTextResponse:
-    header = list(rows[0]) if rows else ["metric"]
-    return PlainTextResponse(
-        table_csv(header, rows),
-        media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
-    )
-
-
-def _encode(model: Any, rows: Any, name: str, fmt: str) -> Response:
-    if fmt == "csv":
-        return _csv(rows(model), name)
-    return JSONResponse(model.model_dump(mode="json"))
 
 
 _WITH_CSV: dict[int | str, dict[str, Any]] = {**responses(404, 422), 200: {"content": {"text/csv": {}}}}
@@ -71,7 +56,7 @@ async def run_estimate(
     rated or unrated outputs."""
     kwargs = {"k": k, "confidence": confidence, "target_width": target_width}
     est: RunEstimate = await _compute(request, estimate_render.estimate, run_id, kwargs)
-    return await anyio.to_thread.run_sync(_encode, est, estimate_rows, f"estimate-{run_id}", format)
+    return await anyio.to_thread.run_sync(table_response, est, estimate_rows, f"estimate-{run_id}", format)
 
 
 @router.get(
@@ -99,5 +84,5 @@ async def run_judge_sensitivity(
     scored under one only."""
     res: JudgeSensitivity = await _compute(request, estimate_render.sensitivity, run_id, {"a": a, "b": b})
     return await anyio.to_thread.run_sync(
-        _encode, res, sensitivity_rows, f"judge-sensitivity-{run_id}", format
+        table_response, res, sensitivity_rows, f"judge-sensitivity-{run_id}", format
     )

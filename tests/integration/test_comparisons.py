@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -411,6 +412,9 @@ def test_cli_commands(
     target = tmp_path / "pair.csv"
     assert run("pairwise", a, b, "-o", str(target)) == 0
     assert target.read_text().splitlines()[0].startswith("run_a,run_b,source,metric")
+    as_json = tmp_path / "pair.json"
+    assert run("pairwise", a, b, "-o", str(as_json)) == 0
+    assert json.loads(as_json.read_text())["run_b"]["id"] == int(b)
     svg = tmp_path / "pair.svg"
     assert run("pairwise", a, b, "-o", str(svg)) == 0 and "<svg" in svg.read_text()
     assert run("systems", f"{a},{b},{c}") == 0
