@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
@@ -832,9 +832,12 @@ def _sorted_layout(ties: list[_Ties], human: _Ties) -> tuple[IntArray, NDArray[n
     return orders, last, levels
 
 
-class _SpearmanKernel(_CorrelationKernel):
-    def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
-        super().__init__("spearman", metrics, human)
+class _RankKernel(_CorrelationKernel):
+    """Spearman or Kendall: tie groups of every metric and of the human score, laid out for the compiled
+    per-resample kernel ``stats_kernels.<method>_rows``."""
+
+    def __init__(self, method: CorrMethod, metrics: FloatArray, human: FloatArray) -> None:
+        super().__init__(method, metrics, human)
         self.x_ties = [_ties(row) for row in metrics]
         self.h_ties = _ties(human)
         self.layout = _sorted_layout(self.x_ties, self.h_ties)
@@ -845,17 +848,16 @@ class _SpearmanKernel(_CorrelationKernel):
         orders, last, levels = self.layout
         from services import stats_kernels  # numba: imported on first use
 
+        rows = stats_kernels.spearman_rows if self.method == "spearman" else stats_kernels.kendall_rows
         stats_kernels.in_threads(
-            stats_kernels.spearman_rows,
-            np.ascontiguousarray(counts),
-            h.group,
-            h.sizes.size,
-            orders,
-            last,
-            levels,
-            out,
+            rows, np.ascontiguousarray(counts), h.group, h.sizes.size, orders, last, levels, out
         )
         return out
+
+
+class _SpearmanKernel(_RankKernel):
+    def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
+        super().__init__("spearman", metrics, human)
 
     def resample_numpy(self, counts: IntArray) -> FloatArray:
         """The same statistic in numpy (the reference of the compiled kernel; ~10x slower)."""
@@ -904,12 +906,9 @@ def _tau_b(cmd: FloatArray, tot: float | FloatArray, xtie: FloatArray, ytie: Flo
     return np.where((xtie == tot) | (ytie == tot), np.nan, tau)
 
 
-class _KendallKernel(_CorrelationKernel):
+class _KendallKernel(_RankKernel):
     def __init__(self, metrics: FloatArray, human: FloatArray) -> None:
         super().__init__("kendall", metrics, human)
-        self.x_ties = [_ties(row) for row in metrics]
-        self.h_ties = _ties(human)
-        self.layout = _sorted_layout(self.x_ties, self.h_ties)
 
     @staticmethod
     def _tie_pairs(t: _Ties, counts: IntArray) -> FloatArray:
@@ -935,24 +934,6 @@ class _KendallKernel(_CorrelationKernel):
         concordant = np.einsum("ij,ij->i", counts[:, order_c], dom_c)
         discordant = np.einsum("ij,ij->i", counts[:, order_d], dom_d)
         return np.asarray(concordant - discordant, dtype=np.float64)
-
-    def resample(self, counts: IntArray) -> FloatArray:
-        out = np.empty((counts.shape[0], self.n_stats))
-        h = self.h_ties
-        orders, last, levels = self.layout
-        from services import stats_kernels
-
-        stats_kernels.in_threads(
-            stats_kernels.kendall_rows,
-            np.ascontiguousarray(counts),
-            h.group,
-            h.sizes.size,
-            orders,
-            last,
-            levels,
-            out,
-        )
-        return out
 
     def resample_numpy(self, counts: IntArray) -> FloatArray:
         """The same statistic in numpy (the reference of the compiled kernel)."""
@@ -1232,6 +1213,31 @@ def _min_units_reason(units: _Units, min_n: int = 3) -> str | None:
     return None
 
 
+def _bootstrap_patterns(
+    patterns: Mapping[bytes, list[str]],
+    build: Callable[[NDArray[np.bool_], list[str]], tuple[_Kernel, FloatArray]],
+    clusters: ArrayLike | None,
+    ci_method: BootstrapKind,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    chunk_elements: int,
+) -> dict[str, BootstrapCI]:
+    """Intervals of the statistics of every group of names sharing a missing-value pattern (the key: the
+    kept items' mask as bytes); ``build(keep, names)`` gives the group's kernel and point estimates. Each
+    group draws its own resamples with ``seed``."""
+    out: dict[str, BootstrapCI] = {}
+    for key, names in patterns.items():
+        keep = np.frombuffer(key, dtype=np.bool_)
+        units = _units(clusters, keep)
+        kernel, theta_hat = build(keep, names)
+        theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
+        jack = _jackknife(kernel, units, chunk_elements) if ci_method == "bca" else None
+        results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units)
+        out.update(zip(names, results, strict=True))
+    return out
+
+
 def bootstrap_ci_many(
     metrics: Mapping[str, ArrayLike],
     human: ArrayLike,
@@ -1274,18 +1280,16 @@ def bootstrap_ci_many(
             out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
         else:
             patterns.setdefault(keep.tobytes(), []).append(name)
-    for key, names in patterns.items():
-        keep = np.frombuffer(key, dtype=np.bool_)
-        units = _units(clusters, keep)
+
+    def build(keep: NDArray[np.bool_], names: list[str]) -> tuple[_Kernel, FloatArray]:
         h = h_all[keep]
         x = np.vstack([arrays[name][keep] for name in names])
-        kernel = _kernel(method, x, h)
         theta_hat = np.array([_reference_statistic(method, row, h)[0] for row in x])
-        theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
-        jack = _jackknife(kernel, units, chunk_elements) if ci_method == "bca" else None
-        results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units)
-        for name, res in zip(names, results, strict=True):
-            out[name] = res
+        return _kernel(method, x, h), theta_hat
+
+    out |= _bootstrap_patterns(
+        patterns, build, clusters, ci_method, n_resamples, seed, confidence, chunk_elements
+    )
     return {name: out[name] for name in metrics}
 
 
@@ -1358,19 +1362,17 @@ def bootstrap_differences_many(
             out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
         else:
             patterns.setdefault(keep.tobytes(), []).append(name)
-    for key, names in patterns.items():
-        keep = np.frombuffer(key, dtype=np.bool_)
-        units = _units(clusters, keep)
+
+    def build(keep: NDArray[np.bool_], names: list[str]) -> tuple[_Kernel, FloatArray]:
         h, ref = h_all[keep], ref_all[keep]
         x = np.vstack([ref, *(arrays[name][keep] for name in names)])
-        kernel = _DifferenceKernel(_kernel(method, x, h))
         r_ref = _reference_statistic(method, ref, h)[0]
         theta_hat = np.array([r_ref - _reference_statistic(method, row, h)[0] for row in x[1:]])
-        theta_b = _bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
-        jack = _jackknife(kernel, units, chunk_elements) if ci_method == "bca" else None
-        results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units)
-        for name, res in zip(names, results, strict=True):
-            out[name] = res
+        return _DifferenceKernel(_kernel(method, x, h)), theta_hat
+
+    out |= _bootstrap_patterns(
+        patterns, build, clusters, ci_method, n_resamples, seed, confidence, chunk_elements
+    )
     return {name: out[name] for name in others}
 
 
