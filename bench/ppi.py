@@ -9,14 +9,18 @@ or 50 % of them are rated; the metric is on all of them.
 Truth: the expected human score E[H] (exact: both raters' expected rating, 1 + sum_j P(z + e > cut_j)), and
 also the run's own mean of H over its N outputs. Each cell prints coverage over the replicates with its
 binomial Monte Carlo SE (target band 93.5-96.5 %) and the mean interval width relative to the rated-only t
-interval on the same replicates. Methods:
+interval on the same replicates. All replicates of a cell are simulated at once and go through
+services.ppi.ppi_intervals, the vectorised code ppi_mean itself calls. The first n outputs of a run are the
+rated ones (the outputs are independent draws, so they are a random subset). Methods:
 
-  tuned-t     the service: PPI++ lambda (not clipped), t(n - 2), ddof-1 variances
-  tuned-z     the same lambda with ppi_py's normal quantile and ddof-0 variances
-  clipped-z   ppi_py's ppi_mean_ci(lam=None) exactly (lambda clipped to [0, 1])
-  plain-t     plain PPI (lambda = 1), t(n - 1)
+  old         the service's interval before: PPI++ lambda (not clipped), plug-in SE, t(n - 2)
+  new         the service's interval now: the same estimate, two-sample delete-one jackknife SE (lambda
+              re-tuned in each leave-one-out), t(n - 1)
   rated-t     rated-only t interval (the reference of the width ratios)
-  rated-z     rated-only normal interval (ppi_py's classical_mean_ci)
+  jk-t(n-2)   the jackknife SE with t(n - 2)
+  narrower    whichever of new and rated-t is narrower, chosen after seeing both
+  plain-t     plain PPI (lambda = 1), t(n - 1)
+  clipped-z   ppi_py 0.2.3's ppi_mean_ci(lam=None) (lambda clipped to [0, 1], normal quantile, ddof 0)
 
 "lower" rows use 1 - metric (a lower-is-better metric): the clipped lambda falls to 0 there.
 
@@ -48,7 +52,7 @@ RATER_SD = 0.6
 Q20, Q90 = float(ndtri(0.2)), float(ndtri(0.9))
 FRACTIONS = (0.10, 0.25, 0.50)
 BAND = (0.935, 0.965)
-METHODS = ("tuned-t", "tuned-z", "clipped-z", "plain-t", "rated-t", "rated-z")
+METHODS = ("old", "new", "rated-t", "jk-t(n-2)", "narrower", "plain-t", "clipped-z")
 
 
 def true_mean() -> float:
@@ -57,62 +61,64 @@ def true_mean() -> float:
     return 1.0 + float(sps.norm.sf(CUTS / sd).sum())
 
 
-def simulate(rng: np.random.Generator, n: int, rho: float) -> tuple[Array, Array]:
-    z = rng.standard_normal(n)
-    ratings = [1 + np.searchsorted(CUTS, z + RATER_SD * rng.standard_normal(n)) for _ in range(2)]
+def simulate(rng: np.random.Generator, reps: int, n: int, rho: float) -> tuple[Array, Array]:
+    """``reps`` runs of ``n`` outputs at once: human scores and metric values, arrays of shape (reps, n)."""
+    z = rng.standard_normal((reps, n))
+    ratings = [1 + np.searchsorted(CUTS, z + RATER_SD * rng.standard_normal((reps, n))) for _ in range(2)]
     human = (ratings[0] + ratings[1]) / 2.0
-    zm = rho * z + math.sqrt(1 - rho * rho) * rng.standard_normal(n)
+    zm = rho * z + math.sqrt(1 - rho * rho) * rng.standard_normal((reps, n))
     lo, hi = math.exp(0.8 * Q20), math.exp(0.8 * Q90)
-    metric = np.round(np.clip((np.exp(0.8 * zm) - lo) / (hi - lo), 0.0, 1.0), 2)
+    metric = np.round(np.clip((np.exp(0.8 * zm) - lo) / (hi - lo), 0.0, 1.0), 2).astype(np.float64)
     return human.astype(np.float64), metric
 
 
-def clipped_z(y: Array, f: Array, fu: Array) -> ppi.MeanInterval:
-    """ppi_py 0.2.3's ppi_mean_ci(Y, Yhat, Yhat_unlabeled, alpha=0.05) written out (lambda clipped)."""
-    lam = min(max(ppi.tuned_lambda(y, f, fu), 0.0), 1.0)
-    return ppi.ppi_mean(y, f, fu, lam=lam, quantile="z")
+def intervals(y: Array, f: Array, fu: Array) -> dict[str, tuple[Array, Array]]:
+    """(ci_low, ci_high) of every method on every row."""
+    out: dict[str, tuple[Array, Array]] = {}
 
+    def put(name: str, r: ppi.Intervals) -> None:
+        out[name] = (r.ci_low, r.ci_high)
 
-def intervals(y: Array, f: Array, fu: Array) -> dict[str, ppi.MeanInterval]:
-    return {
-        "tuned-t": ppi.ppi_mean(y, f, fu),
-        "tuned-z": ppi.ppi_mean(y, f, fu, quantile="z"),
-        "clipped-z": clipped_z(y, f, fu),
-        "plain-t": ppi.ppi_mean(y, f, fu, lam=1.0),
-        "rated-t": ppi.rated_mean(y),
-        "rated-z": ppi.rated_mean(y, quantile="z"),
-    }
+    put("new", ppi.ppi_intervals(y, f, fu))
+    put("old", ppi.ppi_intervals(y, f, fu, se_method="plug-in"))
+    put("jk-t(n-2)", ppi.ppi_intervals(y, f, fu, df_spent=2))
+    put("plain-t", ppi.ppi_intervals(y, f, fu, lam=1.0))
+    lam = np.clip(ppi._tuned_lambdas(y, f, fu), 0.0, 1.0)  # ppi_py 0.2.3's ppi_mean_ci(lam=None)
+    se = np.sqrt(
+        np.var(lam[:, None] * fu, axis=1) / fu.shape[1] + np.var(y - lam[:, None] * f, axis=1) / y.shape[1]
+    )
+    est = lam * fu.mean(axis=1) + np.mean(y - lam[:, None] * f, axis=1)
+    z = float(sps.norm.ppf(0.975))
+    out["clipped-z"] = (est - z * se, est + z * se)
+    n = y.shape[1]
+    half = float(sps.t.ppf(0.975, n - 1)) * y.std(axis=1, ddof=1) / math.sqrt(n)
+    out["rated-t"] = (y.mean(axis=1) - half, y.mean(axis=1) + half)
+    # The narrower of the two, chosen after seeing both (what a reader picking the narrowest interval does).
+    pick = (out["new"][1] - out["new"][0]) < 2 * half
+    out["narrower"] = (
+        np.where(pick, out["new"][0], out["rated-t"][0]),
+        np.where(pick, out["new"][1], out["rated-t"][1]),
+    )
+    return out
 
 
 def cell(
     rng: np.random.Generator, size: int, frac: float, rho: float, lower: bool, reps: int
 ) -> dict[str, Array]:
+    """One cell: ``reps`` simulated runs; the first n outputs of each are the rated ones (the outputs are
+    independent draws, so the first n are a random subset)."""
     truth = true_mean()
     n = max(ppi.MIN_RATED, round(frac * size))
-    hits = {m: np.zeros(reps) for m in METHODS}
-    hits_run = {m: np.zeros(reps) for m in METHODS}
-    widths = {m: np.zeros(reps) for m in METHODS}
-    lams = np.zeros(reps)
-    for i in range(reps):
-        h, m = simulate(rng, size, rho)
-        if lower:
-            m = 1.0 - m
-        rated = rng.permutation(size)[:n]
-        mask = np.zeros(size, dtype=bool)
-        mask[rated] = True
-        res = intervals(h[mask], m[mask], m[~mask])
-        run_mean = float(h.mean())
-        for name, r in res.items():
-            hits[name][i] = r.ci_low <= truth <= r.ci_high
-            hits_run[name][i] = r.ci_low <= run_mean <= r.ci_high
-            widths[name][i] = r.width
-        lams[i] = res["tuned-t"].lam
-    out: dict[str, Array] = {}
-    for name in METHODS:
-        out[f"cov:{name}"] = hits[name]
-        out[f"covrun:{name}"] = hits_run[name]
-        out[f"width:{name}"] = widths[name]
-    out["lam"] = lams
+    h, m = simulate(rng, reps, size, rho)
+    if lower:
+        m = 1.0 - m
+    res = intervals(h[:, :n], m[:, :n], m[:, n:])
+    run_mean = h.mean(axis=1)
+    out: dict[str, Array] = {"lam": ppi._tuned_lambdas(h[:, :n], m[:, :n], m[:, n:])}
+    for name, (lo, hi) in res.items():
+        out[f"cov:{name}"] = ((lo <= truth) & (truth <= hi)).astype(np.float64)
+        out[f"covrun:{name}"] = ((lo <= run_mean) & (run_mean <= hi)).astype(np.float64)
+        out[f"width:{name}"] = hi - lo
     return out
 
 
@@ -129,7 +135,8 @@ def against_ppi_py(cases: int = 300, seed: int = 0) -> None:
     worst_ci = worst_est = 0.0
     inside = 0
     for i in range(cases):
-        h, m = simulate(rng, 100, 0.3 + 0.6 * float(rng.random()))
+        hh, mm = simulate(rng, 1, 100, 0.3 + 0.6 * float(rng.random()))
+        h, m = hh[0], mm[0]
         if i % 2:
             m = np.clip(m * 5, 0, 5)  # on the rubric's scale: lambda often inside (0, 1)
         n = int(rng.integers(10, 60))
@@ -153,10 +160,10 @@ def against_ppi_py(cases: int = 300, seed: int = 0) -> None:
 
 def flag(c: float, se: float) -> str:
     if c < BAND[0] - 2 * se:
-        return " LOW"
+        return "LOW"
     if c > BAND[1] + 2 * se:
-        return " HIGH"
-    return ""
+        return "HIGH"
+    return "low" if c < BAND[0] else "high" if c > BAND[1] else ""
 
 
 def main() -> None:
@@ -178,44 +185,71 @@ def main() -> None:
     reps = args.replicates
     rng = np.random.default_rng(args.seed)
     print(f"E[H] = {true_mean():.6f}; {reps} replicates per cell; band {BAND[0]:.3f}-{BAND[1]:.3f}")
-    print("coverage of E[H] (MC SE in brackets); width = mean width / mean rated-only t width")
+    print(
+        "coverage of E[H] (Monte Carlo SE); low/high: outside the band, LOW/HIGH: by more than 2 MC SE; "
+        "w = mean width / mean rated-only t width on the same runs"
+    )
+    extra = [m for m in METHODS if m not in ("old", "new", "rated-t")]
     head = (
-        f"{'N':>4} {'rated':>6} {'rho':>5} {'dir':>6} {'lam':>6} | "
-        + " | ".join(f"{m:>9}" for m in METHODS)
+        f"{'N':>4} {'rated':>7} {'rho':>4} {'dir':>6} {'lam':>5} | "
+        + " | ".join(f"{m:<18}" for m in ("old", "new", "rated-t"))
+        + " | "
+        + " ".join(f"{m:>10}" for m in extra)
         + " || "
-        + " ".join(f"{'w ' + m:>11}" for m in METHODS if m != "rated-t")
-        + " || run-mean cov tuned-t"
+        + " ".join(f"{'w ' + m:>8}" for m in ("old", "new"))
+        + " "
+        + " ".join(f"{'w ' + m:>12}" for m in extra)
+        + " || run-mean cov new"
     )
     print(head)
     start = time.perf_counter()
+    summary: dict[str, list[tuple[int, float]]] = {m: [] for m in METHODS}
     for size in sizes:
         for frac in FRACTIONS:
             for rho in rhos:
                 for lower in (False, True) if not args.skip_lower else (False,):
                     res = cell(rng, size, frac, rho, lower, reps)
                     n = max(ppi.MIN_RATED, round(frac * size))
-                    covs = []
+                    cov: dict[str, str] = {}
                     for name in METHODS:
                         c = float(res[f"cov:{name}"].mean())
                         se = math.sqrt(c * (1 - c) / reps)
-                        covs.append(f"{c:.3f}{flag(c, se) or '    '}"[:9].rjust(9))
+                        summary[name].append((n, c))
+                        cov[name] = f"{c:.3f} ({se:.3f}) {flag(c, se):<4}"
                     ref = float(res["width:rated-t"].mean())
-                    ratios = " ".join(
-                        f"{float(res[f'width:{m}'].mean()) / ref:>11.3f}" for m in METHODS if m != "rated-t"
-                    )
-                    runcov = float(res["covrun:tuned-t"].mean())
+
+                    def ratio(m: str, res: dict[str, Array] = res, ref: float = ref) -> float:
+                        return float(res[f"width:{m}"].mean()) / ref
+
                     print(
                         f"{size:>4} {n:>3}={frac:>3.0%} {rho:>4.2f} {'lower' if lower else 'higher':>6} "
-                        f"{float(res['lam'].mean()):>6.2f} | "
-                        + " | ".join(covs)
-                        + f" || {ratios} || {runcov:.3f}",
+                        f"{float(res['lam'].mean()):>5.2f} | "
+                        + " | ".join(f"{cov[m]:<18}" for m in ("old", "new", "rated-t"))
+                        + " | "
+                        + " ".join(
+                            f"{cov[m][:5] + ' ' + flag(float(cov[m][:5]), 0.0)[:1]:>10}" for m in extra
+                        )
+                        + " || "
+                        + " ".join(f"{ratio(m):>8.3f}" for m in ("old", "new"))
+                        + " "
+                        + " ".join(f"{ratio(m):>12.3f}" for m in extra)
+                        + f" || {float(res['covrun:new'].mean()):.3f}",
                         flush=True,
                     )
     se_note = math.sqrt(0.95 * 0.05 / reps)
+    print(f"MC SE at 0.95: {se_note:.4f}. {time.perf_counter() - start:.0f} s")
     print(
-        f"MC SE at 0.95: {se_note:.4f}; LOW/HIGH = more than 2 SE outside the band. "
-        f"{time.perf_counter() - start:.0f} s"
+        "per method: cells outside the band (by more than 2 MC SE); coverage range; mean coverage by n rated"
     )
+    for name in METHODS:
+        cs = [c for _, c in summary[name]]
+        out = sum(not BAND[0] <= c <= BAND[1] for c in cs)
+        far = sum(flag(c, math.sqrt(c * (1 - c) / reps)).isupper() for c in cs)
+        by_n: dict[int, list[float]] = {}
+        for n, c in summary[name]:
+            by_n.setdefault(n, []).append(c)
+        pooled = " ".join(f"n={n}: {np.mean(v):.4f}" for n, v in sorted(by_n.items()))
+        print(f"  {name:<10} {out:>2} ({far}) of {len(cs)}; {min(cs):.3f}-{max(cs):.3f}; {pooled}")
 
 
 if __name__ == "__main__":

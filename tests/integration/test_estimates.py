@@ -43,15 +43,26 @@ def _error_fields(resp: Any) -> list[str]:
     return [item["field"] for item in resp.json()["items"]]
 
 
+def _ppi_theta(y: np.ndarray, fr: np.ndarray, fu: np.ndarray) -> tuple[float, float]:
+    n, big_n = y.size, fu.size
+    var_f = float(np.var(np.concatenate([fr, fu]), ddof=1))
+    lam = float(np.mean((y - y.mean()) * (fr - fr.mean()))) / ((1 + n / big_n) * var_f)
+    return lam, float(lam * fu.mean() + (y - lam * fr).mean())
+
+
 def _expected_ppi(f: np.ndarray, rated: int = RATED) -> dict[str, float]:
-    """PPI++ written out (Angelopoulos, Duchi & Zrnic 2023; lambda not clipped, t(n - 2), ddof 1)."""
+    """PPI++ written out (Angelopoulos, Duchi & Zrnic 2023; lambda not clipped) with the two-sample
+    delete-one jackknife SE (lambda re-tuned in each leave-one-out) and t(n - 1)."""
     y, fr, fu = H[:rated], f[:rated], f[rated:]
     n, big_n = y.size, fu.size
-    lam = float(np.mean((y - y.mean()) * (fr - fr.mean()))) / ((1 + n / big_n) * float(np.var(f, ddof=1)))
-    est = lam * fu.mean() + (y - lam * fr).mean()
-    se = math.sqrt(np.var(lam * fu, ddof=1) / big_n + np.var(y - lam * fr, ddof=1) / n)
-    half = float(sps.t.ppf(0.975, n - 2)) * se
-    return {"lam": lam, "estimate": float(est), "ci_low": float(est - half), "ci_high": float(est + half)}
+    lam, est = _ppi_theta(y, fr, fu)
+    t_i = np.array([_ppi_theta(np.delete(y, i), np.delete(fr, i), fu)[1] for i in range(n)])
+    t_j = np.array([_ppi_theta(y, fr, np.delete(fu, j))[1] for j in range(big_n)])
+    var = (n - 1) / n * np.sum((t_i - t_i.mean()) ** 2) + (big_n - 1) / big_n * np.sum(
+        (t_j - t_j.mean()) ** 2
+    )
+    half = float(sps.t.ppf(0.975, n - 1)) * math.sqrt(var)
+    return {"lam": lam, "estimate": est, "ci_low": est - half, "ci_high": est + half}
 
 
 def test_estimate_matches_the_closed_form(client: TestClient) -> None:
