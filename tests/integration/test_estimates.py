@@ -89,6 +89,8 @@ def test_estimate_matches_the_closed_form(client: TestClient) -> None:
     assert "near-constant" in rows["external.flat"]["undefined_reason"]
     widths = {n: r["ppi"]["width"] for n, r in rows.items() if r["ppi"]}
     assert body["narrowest"] == min(widths, key=lambda n: widths[n])
+    if widths[body["narrowest"]] < hi - lo:  # the note warns against choosing the metric after looking
+        assert "chosen before looking" in body["narrowest_note"]
     # 8 rated outputs: below the 10 the bench checked.
     assert [w["code"] for w in body["warnings"]] == ["small_sample"]
     assert "mean of its raters" in body["rated_items"] and "at least 2 rater" in body["rated_items"]
