@@ -19,6 +19,12 @@ threshold re-chosen in every resample) against kappa and accuracy at the populat
 "shifted": a candidate, the same percentile interval shifted down by the bootstrap estimate of the
 threshold's optimism (shifted_interval; not in the service).
 
+Jackknife-t ("jack-t", the report's coefficient interval on pooled runs): tanh(atanh r -+ t_{G-1} se), se
+the jackknife SE of atanh r leaving out one question (all its outputs) at a time, G the questions; on
+single data each output is its own question. "differences-pooled": two metrics' coefficients on the pooled
+simulation, their difference's question BCa (what a pooled report's comparison shows) beside two jackknife
+candidates (d -+ t se of d; Zou's MOVER on the two jackknife-t intervals).
+
 Truths are the population values, estimated once from 3,000,000 simulated outputs (their Monte Carlo error,
 below 0.001, is negligible beside the intervals). Each cell prints coverage with its binomial Monte Carlo
 standard error; the target band is 93.5-96.5%. Bootstrap intervals use fewer replicates (each costs a
@@ -26,6 +32,7 @@ bootstrap of --resamples draws).
 
 Usage: python bench/coverage.py [--replicates 1000] [--boot-replicates 300] [--resamples 2000]
                                 [--workers 1] [--only single,pooled,differences,passfail]
+                                [--match jack-t,pooled/kendall]  (cells whose scenario/coef/interval match)
 """
 
 from __future__ import annotations
@@ -137,10 +144,67 @@ def truth_pass_fail(rho: float) -> dict[str, float]:
     best = 1 + int(np.argmax((tpr - fpr)[1:]))
     pred = (metric >= thr[best]).astype(int)
     return {
+        "threshold": float(thr[best]),
+        "youden_j": float((tpr - fpr)[best]),
         "auc": float(roc_auc_score(y, metric)),
         "kappa": float(cohen_kappa_score(y, pred)),
         "accuracy": float(np.mean(pred == y)),
     }
+
+
+@cache
+def pass_fail_table(rho: float) -> tuple[Array, Array, Array, float]:
+    """Population P(pass and metric >= v), P(fail and metric >= v) on the metric's 0.01 grid, and P(pass)."""
+    human, (metric,) = single(np.random.default_rng(777), TRUTH_N, (rho,))
+    passed = human >= PASS_AT
+    grid = np.round(np.arange(101) / 100, 2)
+    cells = np.rint(metric * 100).astype(np.int64)
+    pos = np.bincount(cells[passed], minlength=101) / metric.size
+    neg = np.bincount(cells[~passed], minlength=101) / metric.size
+    return grid, pos[::-1].cumsum()[::-1], neg[::-1].cumsum()[::-1], float(passed.mean())
+
+
+def confusion_figures(tp: Array, fp: Array, fn: Array, tn: Array) -> dict[str, Array]:
+    total = tp + fp + fn + tn
+    accuracy = (tp + tn) / total
+    p_pass, p_pred = (tp + fn) / total, (tp + fp) / total
+    expected = p_pass * p_pred + (1 - p_pass) * (1 - p_pred)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "kappa": (accuracy - expected) / (1 - expected),
+            "accuracy": accuracy,
+            "precision": tp / (tp + fp),
+            "recall": tp / (tp + fn),
+        }
+
+
+def crossfit_truth(rho: float, thresholds: list[float], weights: list[float]) -> dict[str, float]:
+    """Population figures of the cross-fitted decision: items of fold f judged at thresholds[f]."""
+    grid, pos, neg, p = pass_fail_table(rho)
+    tp = fp = 0.0
+    for t, w in zip(thresholds, weights, strict=True):
+        g = int(np.searchsorted(grid, t - 1e-9))
+        tp += w * pos[g]
+        fp += w * neg[g]
+    out = confusion_figures(np.array(tp), np.array(fp), np.array(p - tp), np.array(1 - p - fp))
+    return {k: float(v) for k, v in out.items()}
+
+
+def crossfit_interval(
+    x: Array, h: Array, rho: float, figure: str, resamples: int, seed: int, clusters: NDArray[np.int64] | None
+) -> tuple[float | None, float | None, float]:
+    """The service's held-out figure (threshold chosen on one random half of the questions, the figure on
+    the other half, swapped; percentile interval resampling questions with the decisions fixed), and the
+    population figure of that cross-fitted decision: the truth it should cover."""
+    res = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=seed, clusters=clusters)
+    if res.held_out_thresholds is None:
+        return None, None, math.nan
+    units = stats._units(clusters, np.ones(x.size, dtype=bool))
+    fold = stats._halves(units, h >= PASS_AT, seed)  # the service's split, for the weight of each half
+    weights = [float(np.mean(fold == f)) for f in (0, 1)]
+    target = crossfit_truth(rho, list(res.held_out_thresholds), weights)[figure]
+    iv = getattr(res, figure)
+    return iv.ci_low, iv.ci_high, target
 
 
 @cache
@@ -231,6 +295,49 @@ def shifted_interval(
     return float(low) - optimism, float(high) - optimism
 
 
+def jackknife_t_interval(
+    x: Array, h: Array, method: str, clusters: NDArray[np.int64] | None
+) -> tuple[float | None, float | None]:
+    """The service's jackknife-t interval on Fisher's z (leave one question out when clustered)."""
+    res = stats.jackknife_ci_many({"x": x}, h, method, clusters=clusters)["x"]  # type: ignore[arg-type]
+    return res.low, res.high
+
+
+def _jack_z(jack: Array) -> tuple[Array, float]:
+    zj = np.arctanh(np.clip(jack, -1 + 1e-12, 1 - 1e-12))
+    g = zj.size
+    return zj - zj.mean(), float(sps.t.ppf(0.975, g - 1))
+
+
+def jackknife_difference(
+    x1: Array, x2: Array, h: Array, method: str, clusters: NDArray[np.int64] | None, kind: str
+) -> tuple[float | None, float | None]:
+    """Candidates for r1 - r2: 'raw', d -+ t_{G-1} jackknife SE of d; 'zou', Zou's MOVER on the two
+    jackknife-t intervals with c the correlation of the leave-one-out atanh values."""
+    keep = np.ones(h.size, dtype=bool)
+    units = stats._units(clusters, keep)
+    kernel = stats._kernel(method, np.vstack([x1, x2]), h)  # type: ignore[arg-type]
+    jack = stats._jackknife(kernel, units, stats._DEFAULT_CHUNK_ELEMENTS)
+    r1 = stats._reference_statistic(method, x1, h)[0]  # type: ignore[arg-type]
+    r2 = stats._reference_statistic(method, x2, h)[0]  # type: ignore[arg-type]
+    if not np.isfinite(jack).all():
+        return None, None
+    g = jack.shape[1]
+    t = float(sps.t.ppf(0.975, g - 1))
+    if kind == "raw":
+        d = jack[0] - jack[1]
+        se = math.sqrt((g - 1) / g * float(np.sum((d - d.mean()) ** 2)))
+        return r1 - r2 - t * se, r1 - r2 + t * se
+    z1, _ = _jack_z(jack[0])
+    z2, _ = _jack_z(jack[1])
+    s1 = math.sqrt((g - 1) / g * float(z1 @ z1))
+    s2 = math.sqrt((g - 1) / g * float(z2 @ z2))
+    c = float(z1 @ z2) / math.sqrt(float(z1 @ z1) * float(z2 @ z2))
+    ci1 = (math.tanh(math.atanh(r1) - t * s1), math.tanh(math.atanh(r1) + t * s1))
+    ci2 = (math.tanh(math.atanh(r2) - t * s2), math.tanh(math.atanh(r2) + t * s2))
+    return stats.mover_ci(r1, ci1, r2, ci2, c)
+
+
 def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
     """(cell, hits, defined replicates, mean width)."""
     hits = defined = 0
@@ -240,34 +347,52 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
         clusters = None
         if cell.scenario == "passfail":
             h, (x,) = single(rng, cell.n, (cell.rho,))
-            target = truth_pass_fail(cell.rho)[cell.method]
+            target = truth_pass_fail(cell.rho).get(cell.method, math.nan)
         elif cell.scenario == "passfail-pooled":
             h, (x,), clusters = pooled(rng, cell.n // 2, (cell.rho,))
-            target = truth_pass_fail(cell.rho)[cell.method]
+            target = truth_pass_fail(cell.rho).get(cell.method, math.nan)
         elif cell.scenario == "single":
             h, (x,) = single(rng, cell.n, (cell.rho,))
             target = truth(cell.rho, cell.method)
         elif cell.scenario == "pooled":
             h, (x,), clusters = pooled(rng, cell.n // 2, (cell.rho,))
             target = truth(cell.rho, cell.method)
+        elif cell.scenario == "differences-pooled":
+            h, (x1, x2), clusters = pooled(rng, cell.n // 2, (0.6, 0.3))
+            target = truth_difference(cell.method)
         else:
             h, (x1, x2) = single(rng, cell.n, (0.6, 0.3))
             target = truth_difference(cell.method)
         low: float | None
         high: float | None
-        if cell.scenario.startswith("passfail") and cell.interval.startswith("shifted"):
+        if cell.scenario.startswith("passfail") and cell.interval.startswith("held-out"):
+            low, high, target = crossfit_interval(x, h, cell.rho, cell.method, resamples, rep, clusters)
+        elif cell.scenario.startswith("passfail") and cell.interval.startswith("shifted"):
             low, high = shifted_interval(x, h, cell.method, resamples, rep, clusters)
         elif cell.scenario.startswith("passfail"):
             pf = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=rep, clusters=clusters)
             figure = getattr(pf, cell.method)
             low, high = figure.ci_low, figure.ci_high
-        elif cell.scenario == "differences":
+        elif cell.scenario.startswith("differences") and cell.interval.startswith(("jack-t", "zou-jack")):
+            kind = "raw" if cell.interval.startswith("jack-t") else "zou"
+            low, high = jackknife_difference(x1, x2, h, cell.method, clusters, kind)
+        elif cell.scenario.startswith("differences"):
             if cell.interval == "zou":
                 res = stats.compare_correlations(x1, x2, h, method=cell.method, n_resamples=0)  # type: ignore[arg-type]
                 low, high = res.zou_low, res.zou_high
             else:
-                b = stats.bootstrap_difference_ci(x1, x2, h, cell.method, n_resamples=resamples, seed=rep)  # type: ignore[arg-type]
+                b = stats.bootstrap_difference_ci(
+                    x1,
+                    x2,
+                    h,
+                    cell.method,  # type: ignore[arg-type]
+                    n_resamples=resamples,
+                    seed=rep,
+                    clusters=clusters,
+                )
                 low, high = b.low, b.high
+        elif cell.interval.startswith("jack-t"):
+            low, high = jackknife_t_interval(x, h, cell.method, clusters)
         elif cell.interval in ("bca", "percentile", "bca-by-question", "pct-by-question"):
             b = stats.bootstrap_ci(
                 x,
@@ -303,6 +428,7 @@ def cells(args: argparse.Namespace) -> list[Cell]:
                 for method, intervals in analytic.items():
                     out += [Cell("single", n, rho, method, i, args.replicates) for i in intervals]
                     out.append(Cell("single", n, rho, method, "bca", args.boot_replicates))
+                    out.append(Cell("single", n, rho, method, "jack-t", args.replicates))
     if "pooled" in args.only:
         n = 2 * POOLED_QUESTIONS
         for rho in RHOS:
@@ -312,17 +438,24 @@ def cells(args: argparse.Namespace) -> list[Cell]:
                 out.append(Cell("pooled", n, rho, method, "bca", args.boot_replicates))
                 out.append(Cell("pooled", n, rho, method, "bca-by-question", args.boot_replicates))
                 out.append(Cell("pooled", n, rho, method, "pct-by-question", args.boot_replicates))
+                out.append(Cell("pooled", n, rho, method, "jack-t-by-q", args.replicates))
     if "differences" in args.only:
         for n in SIZES:
             for method in ("pearson", "spearman", "kendall"):
                 out.append(Cell("differences", n, 0.0, method, "zou", args.replicates))
                 out.append(Cell("differences", n, 0.0, method, "bca", args.boot_replicates))
+        for method in ("pearson", "spearman", "kendall"):
+            n = 2 * POOLED_QUESTIONS
+            out.append(Cell("differences-pooled", n, 0.0, method, "bca-by-question", args.boot_replicates))
+            out.append(Cell("differences-pooled", n, 0.0, method, "jack-t-by-q", args.replicates))
+            out.append(Cell("differences-pooled", n, 0.0, method, "zou-jack-by-q", args.replicates))
     if "passfail" in args.only:
         for n in SIZES:
             for rho in RHOS[1:]:
                 out.append(Cell("passfail", n, rho, "auc", "bca", args.boot_replicates))
                 out += [Cell("passfail", n, rho, f, "percentile", args.boot_replicates) for f in KAPPA_ACC]
                 out += [Cell("passfail", n, rho, f, "shifted", args.boot_replicates) for f in KAPPA_ACC]
+                out += [Cell("passfail", n, rho, f, "percentile", args.boot_replicates) for f in THRESHOLD]
         for rho in RHOS[1:]:
             n = 2 * POOLED_QUESTIONS
             out.append(Cell("passfail-pooled", n, rho, "auc", "bca-by-question", args.boot_replicates))
@@ -336,6 +469,8 @@ def cells(args: argparse.Namespace) -> list[Cell]:
 
 
 KAPPA_ACC = ("kappa", "accuracy")
+CONFUSION = ("kappa", "accuracy", "precision", "recall")
+THRESHOLD = ("threshold", "youden_j")
 
 
 def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:
@@ -344,7 +479,7 @@ def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:
     flag = "" if BAND[0] <= p <= BAND[1] else ("  LOW" if p < BAND[0] else "  HIGH")
     undefined = cell.replicates - defined
     extra = f"  ({undefined} undefined)" if undefined else ""
-    rho = "" if cell.scenario == "differences" else f"{cell.rho:>4.1f}"
+    rho = "" if cell.scenario.startswith("differences") else f"{cell.rho:>4.1f}"
     return (
         f"{cell.scenario:<16}{cell.n:>5}{rho:>6}  {cell.method:<9}{cell.interval:<16}{defined:>6}"
         f"{p:>9.3f} ± {se:.3f}{width:>8.3f}{flag}{extra}"
@@ -360,15 +495,23 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (the report's)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--only", default="single,pooled,differences,passfail")
+    parser.add_argument(
+        "--match",
+        default="",
+        help="only cells whose scenario/coef/interval contains one of these (comma list)",
+    )
     args = parser.parse_args()
     args.only = set(args.only.split(","))
     start = time.perf_counter()
     todo = cells(args)
+    if args.match:
+        wanted = args.match.split(",")
+        todo = [c for c in todo if any(w in f"{c.scenario}/{c.method}/{c.interval}" for w in wanted)]
     # Truths first, in this process, so that workers inherit none of the work twice.
     for cell in todo:
         if cell.scenario.startswith("passfail"):
             truth_pass_fail(cell.rho)
-        elif cell.scenario == "differences":
+        elif cell.scenario.startswith("differences"):
             truth_difference(cell.method)
         else:
             truth(cell.rho, cell.method)

@@ -33,7 +33,7 @@ class ReportParams:
             "fisher",
             description="fisher: analytic intervals; bca: paired BCa bootstrap; auto: the method known to"
             " hold for the data (rule stated in the report). Pooled runs whose questions repeat always"
-            " resample questions.",
+            " leave out or resample whole questions.",
         ),
         seed: SeedQuery = 0,
         n_resamples: int = Query(2000, ge=100, le=100_000, description="bootstrap resamples"),

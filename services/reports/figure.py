@@ -82,6 +82,13 @@ def _rows(analysis: Analysis) -> list[_Row]:
     return out
 
 
+def _ci_label(report: ReportRead) -> str:
+    """The interval the Pearson panels show: the question jackknife when questions repeat."""
+    if report.n_questions is not None and report.n_items is not None and report.n_questions < report.n_items:
+        return "jackknife-t by question"
+    return "BCa" if report.bootstrap else "Fisher"
+
+
 def _x_range(panels: list[Analysis], ceiling: float | None) -> tuple[float, float]:
     """From the data: every point and interval, 0 and the ceiling visible, never beyond [-1, 1]."""
     xs = [0.0]
@@ -139,7 +146,7 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     fig.text(
         0.01,
         1 - 0.12 / fig_h,
-        f"Correlation with the reference — Pearson r, 95 % {'BCa' if report.bootstrap else 'Fisher'} CI — "
+        f"Correlation with the reference — Pearson r, 95 % {_ci_label(report)} CI — "
         f"{text.runs_label(report)}",
         fontsize=FONT + 1.5,
         weight="bold",

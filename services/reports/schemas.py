@@ -17,7 +17,8 @@ class Corr(BaseModel):
     )
     p_method: str | None = Field(
         default=None,
-        description="where p_value comes from: scipy (independent items) or the cluster bootstrap",
+        description="where p_value comes from: scipy (independent items), or the cluster jackknife or "
+        "bootstrap (questions repeat)",
     )
 
 

@@ -210,8 +210,11 @@ def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, 
     if clustered:
         rule = (
             f"{n_items} outputs come from {n_questions} distinct questions: outputs of one question are not "
-            "independent, so every interval, p-value and comparison resamples questions (cluster bootstrap, "
-            f"{boot}); Fisher/Fieller intervals and Williams' test would be too narrow here."
+            "independent, so every interval and p-value leaves out or resamples whole questions. "
+            "Coefficients: jackknife-t on Fisher's z (leave one question out, t with questions - 1 df; the "
+            "question bootstrap covers only 91-95% at 50 questions, bench/coverage.py); comparisons and "
+            f"pass/fail: question bootstrap ({boot}). Fisher/Fieller intervals and Williams' test would be "
+            "too narrow here."
         )
         if ci == "auto":
             rule = "ci=auto: " + rule
@@ -239,6 +242,13 @@ def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, 
     return IntervalMode(ci, False, False, n_resamples, seed, rule)
 
 
+def _coefficient_ci(mode: IntervalMode) -> Literal["analytic", "bca", "jackknife"]:
+    """Questions repeat: jackknife-t by question (the question BCa under-covers there); else per the mode."""
+    if mode.clustered:
+        return "jackknife"
+    return "bca" if mode.bootstrap else "analytic"
+
+
 def _correlations(
     matrix: dict[str, np.ndarray], human: np.ndarray, clusters: list[str], mode: IntervalMode
 ) -> dict[str, dict[str, stats.CorrelationResult]]:
@@ -249,7 +259,7 @@ def _correlations(
             matrix,
             human,
             method,
-            ci="bca" if mode.bootstrap else "analytic",
+            ci=_coefficient_ci(mode),
             n_resamples=mode.n_resamples,
             seed=mode.seed,
             clusters=clusters if mode.clustered else None,
@@ -646,7 +656,7 @@ def build_report(
             columns,
             h,
             "pearson",
-            ci="bca" if type_mode.bootstrap else "analytic",
+            ci=_coefficient_ci(type_mode),
             n_resamples=mode.n_resamples,
             seed=mode.seed,
             clusters=questions if mode.clustered else None,

@@ -42,6 +42,17 @@ def _row(report: dict[str, Any], metric: str) -> dict[str, Any]:
     return next(m for m in report["analyses"][0]["metrics"] if m["metric"] == metric)
 
 
+def _jackknife_t(x: NDArray[np.float64], method: str) -> tuple[float, float]:
+    """Jackknife-t on Fisher's z of the 12 questions: leave each out (scipy), t quantile with 11 df."""
+    stat = STAT[method]
+    keep = ~np.eye(x.size, dtype=bool)
+    z = np.array([np.arctanh(stat(x[k], H[k])) for k in keep])
+    se = np.sqrt((z.size - 1) / z.size * np.sum((z - z.mean()) ** 2))
+    half = sps.t.ppf(0.975, z.size - 1) * se
+    centre = np.arctanh(stat(x, H))
+    return float(np.tanh(centre - half)), float(np.tanh(centre + half))
+
+
 def test_two_identical_runs_pooled_give_the_width_of_one_run(client: TestClient) -> None:
     ds, run = study(client)
     run2 = _copy_run(client, ds)
@@ -52,17 +63,21 @@ def test_two_identical_runs_pooled_give_the_width_of_one_run(client: TestClient)
     assert (one["n_items"], one["n_questions"]) == (12, 12)
     assert pooled["bootstrap"]["paired_by"] == "question" and one["bootstrap"]["paired_by"] == "output"
     assert "12 distinct questions" in pooled["interval_rule"]
-    for metric in ("external.a", "external.b"):
+    for metric, x in (("external.a", A), ("external.b", B)):
         a1, a2 = _row(one, metric), _row(pooled, metric)
         assert (a2["n"], a2["n_questions"]) == (24, 12)
         for method in ("pearson", "spearman", "kendall"):
             c1, c2 = a1[method], a2[method]
             assert c2["estimate"] == pytest.approx(c1["estimate"], abs=1e-12)
-            assert (c2["ci_low"], c2["ci_high"]) == (
-                pytest.approx(c1["ci_low"], abs=1e-9),
-                pytest.approx(c1["ci_high"], abs=1e-9),
-            ), (metric, method)
-            assert c2["p_method"] == "cluster bootstrap" and c1["p_method"] == "scipy"
+            # Pooled coefficients: jackknife-t leaving one question (both its outputs) out, the interval
+            # of the 12 questions alone; treating the 24 outputs as independent would narrow it.
+            low, high = _jackknife_t(np.asarray(x, dtype=np.float64), method)
+            assert (c2["ci_low"], c2["ci_high"]) == (pytest.approx(low), pytest.approx(high)), (
+                metric,
+                method,
+            )
+            assert (c2["ci_method"], c2["p_method"]) == ("jackknife-t", "cluster jackknife")
+            assert c1["p_method"] == "scipy"
     comp1, comp2 = (
         _row(one, "external.b")["spearman_comparison"],
         _row(pooled, "external.b")["spearman_comparison"],
@@ -78,17 +93,17 @@ def test_two_identical_runs_pooled_give_the_width_of_one_run(client: TestClient)
     assert pearson2["williams_p"] is None and pearson2["p_method"] == "bootstrap"
 
 
-def test_pooled_fisher_request_is_replaced_by_the_question_bootstrap(client: TestClient) -> None:
+def test_pooled_fisher_request_is_replaced_by_the_question_jackknife(client: TestClient) -> None:
     ds, run = study(client)
     run2 = _copy_run(client, ds)
     single = client.get(f"/runs/{run}/report").json()
     pooled = client.get("/report", params={"runs": f"{run},{run2}", "n_resamples": 1000}).json()
     a1, a2 = _row(single, "external.a")["pearson"], _row(pooled, "external.a")["pearson"]
-    assert a1["ci_method"] == "fisher" and a2["ci_method"] == "bca"
+    assert a1["ci_method"] == "fisher" and a2["ci_method"] == "jackknife-t"
     # Treating the 24 outputs as independent would give Fisher's n = 24 interval, much narrower than n = 12.
     fisher_24 = np.tanh(np.arctanh(a1["estimate"]) + np.array([-1, 1]) * 1.959964 / np.sqrt(21))
     assert a2["ci_high"] - a2["ci_low"] > 1.3 * (fisher_24[1] - fisher_24[0])
-    assert pooled["by_type"][0]["metrics"]["external.a"]["p_method"] == "cluster bootstrap"
+    assert pooled["by_type"][0]["metrics"]["external.a"]["p_method"] == "cluster jackknife"
 
 
 def _scipy_difference(

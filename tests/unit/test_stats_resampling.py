@@ -206,3 +206,72 @@ def test_cluster_differences_of_two_identical_runs_equal_one_run() -> None:
     assert one.low is not None and one.high is not None
     assert (two.low, two.high) == (pytest.approx(one.low, abs=1e-9), pytest.approx(one.high, abs=1e-9))
     assert two.p_value == pytest.approx(one.p_value)
+
+
+# ----------------------------------------------------------------------------- jackknife-t on Fisher's z
+
+
+def _jackknife_t_reference(
+    x: NDArray[np.float64], h: NDArray[np.float64], method: str, clusters: NDArray[np.int64]
+) -> tuple[float, float, float]:
+    """Leave each question out with scipy's coefficient, jackknife SE of atanh r, t quantile with G - 1 df."""
+    stat = REFERENCE[method]
+    labels = np.unique(clusters)
+    z = np.array([np.arctanh(stat(x[clusters != g], h[clusters != g])) for g in labels])
+    g = labels.size
+    se = np.sqrt((g - 1) / g * np.sum((z - z.mean()) ** 2))
+    t = sps.t.ppf(0.975, g - 1)
+    centre = np.arctanh(stat(x, h))
+    p = 2 * sps.t.sf(abs(centre) / se, g - 1)
+    return float(np.tanh(centre - t * se)), float(np.tanh(centre + t * se)), float(p)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_jackknife_t_by_question_equals_a_loop_over_questions(method: stats.CorrMethod) -> None:
+    x, h, questions = _pooled_study()
+    res = stats.jackknife_ci_many({"m": x}, h, method, clusters=questions)["m"]
+    low, high, p = _jackknife_t_reference(x, h, method, questions)
+    assert (res.low, res.high, res.p_value) == (pytest.approx(low), pytest.approx(high), pytest.approx(p))
+    assert (res.n, res.n_clusters, res.df) == (80, 40, 39)
+    # Items one by one (no clusters): the closed-form leave-one-item-out values give the same construction.
+    alone = stats.jackknife_ci_many({"m": A}, H, method)["m"]
+    low1, high1, _ = _jackknife_t_reference(A, H, method, np.arange(12))
+    assert (alone.low, alone.high, alone.n_clusters) == (pytest.approx(low1), pytest.approx(high1), None)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_jackknife_t_of_two_identical_runs_is_the_interval_of_one(method: stats.CorrMethod) -> None:
+    one = stats.jackknife_ci_many({"a": A}, H, method)["a"]
+    twice = stats.jackknife_ci_many(
+        {"a": np.tile(A, 2)}, np.tile(H, 2), method, clusters=np.tile(np.arange(12), 2)
+    )["a"]
+    assert one.low is not None and one.high is not None
+    assert (twice.low, twice.high) == (pytest.approx(one.low, abs=1e-9), pytest.approx(one.high, abs=1e-9))
+    # Treating the 24 outputs as independent items narrows the interval.
+    naive = stats.jackknife_ci_many({"a": np.tile(A, 2)}, np.tile(H, 2), method)["a"]
+    assert naive.low is not None and naive.high is not None
+    assert naive.high - naive.low < 0.8 * (one.high - one.low)
+
+
+def test_jackknife_t_in_correlations_many_and_its_undefined_cases() -> None:
+    x, h, questions = _pooled_study()
+    res = stats.correlations_many({"m": x}, h, "spearman", ci="jackknife", clusters=questions)["m"]
+    low, high, p = _jackknife_t_reference(x, h, "spearman", questions)
+    assert (res.ci_method, res.p_method, res.n_clusters) == ("jackknife-t", "cluster jackknife", 40)
+    assert (res.ci_low, res.ci_high, res.p_value) == (
+        pytest.approx(low),
+        pytest.approx(high),
+        pytest.approx(p),
+    )
+    assert res.estimate == pytest.approx(sps.spearmanr(x, h).statistic)
+    # Without clusters scipy's p stays.
+    plain = stats.correlations_many({"a": A}, H, "pearson", ci="jackknife")["a"]
+    assert (plain.p_method, plain.p_value) == ("scipy", pytest.approx(0.0061809251010300015))
+    undefined = stats.jackknife_ci_many(
+        {"perfect": H.copy(), "constant": np.ones(12), "few": np.r_[A[:2], [np.nan] * 10]}, H
+    )
+    assert undefined["perfect"].low is None and "perfect" in (undefined["perfect"].undefined_reason or "")
+    assert undefined["constant"].undefined_reason == "constant input (x)"
+    assert undefined["few"].low is None and undefined["few"].n == 2
+    two_questions = stats.jackknife_ci_many({"a": A}, H, clusters=np.arange(12) % 2)["a"]
+    assert "fewer than 3 distinct clusters" in (two_questions.undefined_reason or "")
