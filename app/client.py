@@ -299,15 +299,20 @@ def cmd_import_outputs(c: httpx.Client, args: argparse.Namespace) -> None:
     _report_import("outputs", _upload(c, f"/runs/{args.run}/outputs", args.file, {"format": args.format}))
 
 
-def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
-    raw = _readable(args.file).read_bytes()  # type: ignore[union-attr]
+def register_raters(c: httpx.Client, file: Path) -> None:
+    """Register the raters a CSV file of ratings names (names already registered are left as they are)."""
+    raw = _readable(file).read_bytes()  # type: ignore[union-attr]
     try:
         rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
     except UnicodeDecodeError:
-        raise UsageError(f"{args.file} is not UTF-8 text") from None
+        raise UsageError(f"{file} is not UTF-8 text") from None
     raters = sorted({row["rater"] for row in rows if row.get("rater")})
     if raters:
         _check(c.post("/raters", json=[{"name": r} for r in raters]))
+
+
+def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
+    register_raters(c, args.file)
     _report_import("ratings", _upload(c, f"/runs/{args.run}/ratings", args.file))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from app.client import UsageError, _check, _output_format, _writable
+from app.client import UsageError, _check, _output_format, _report_import, _upload, _writable, register_raters
 
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "text", ".svg": "svg"}
 
@@ -120,8 +120,23 @@ def cmd_systems(c: httpx.Client, args: argparse.Namespace) -> None:
     _fetch(c, args, "/reports/systems", {"runs": args.runs, "k": args.k}, fmt, systems_text)
 
 
+def cmd_prefer(c: httpx.Client, args: argparse.Namespace) -> None:
+    register_raters(c, args.file)
+    params = {"run_a": args.run_a, "run_b": args.run_b}
+    _report_import("preferences", _upload(c, "/preferences", args.file, params))
+
+
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
-    """`ragmeta pairwise` and `ragmeta systems` on the `ragmeta` parser."""
+    """`ragmeta prefer`, `ragmeta pairwise` and `ragmeta systems` on the `ragmeta` parser."""
+    help_text = (
+        "import preference ratings between two runs' answers (CSV: question_id, rater, preference[, rubric, "
+        "comment]; default scale -2..2, positive = run B better)"
+    )
+    p = sub.add_parser("prefer", help=help_text, description=help_text, parents=[url])
+    p.set_defaults(client=cmd_prefer)
+    p.add_argument("run_a", type=int, help="run A id")
+    p.add_argument("run_b", type=int, help="run B id (the high end of the preference scale)")
+    p.add_argument("file", type=Path, help="CSV file of preferences; raters are created as needed")
     help_text = "can each metric tell which of two runs' answers the raters prefer? (pairwise preference)"
     p = sub.add_parser("pairwise", help=help_text, description=help_text, parents=[url])
     p.set_defaults(client=cmd_pairwise)

@@ -27,6 +27,7 @@ from app.routers import (
     health,
     home,
     jobs,
+    preferences,
     ratings,
     reports,
     retrieval,
@@ -46,7 +47,7 @@ from services.jobs.queue import make_worker
 from services.jobs.worker import JobContext
 from services.metrics.resources import ScoringResources
 from services.offline import apply_offline_env
-from services.ratings.schemas import RaterCreate, RatingIn
+from services.ratings.schemas import PreferenceIn, RaterCreate, RatingIn
 from services.reports.cache import ReportCache
 from services.reports.comparison_schemas import PairwiseRead, SystemsRead
 from services.reports.pool import ReportPool
@@ -70,6 +71,7 @@ EXTRA_SCHEMAS: list[type[Any]] = [
     RagCheckerOutput,
     RaterCreate,
     RatingIn,
+    PreferenceIn,
     ExternalScoreIn,
     ExportRow,
 ]
@@ -162,6 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         reports,
         estimates,
         comparisons,
+        preferences,
         jobs,
         studies,
         deletion,

@@ -478,6 +478,40 @@ class TaskItem(Base):
     status: Mapped[str] = mapped_column(String(16), default="pending")
     # Pairwise preference (positive: the task's run is preferred); pointwise scores live in `rating`.
     preference: Mapped[int | None] = mapped_column(Integer)
+    # Pairwise: the versions of the two outputs (Output.version) when the preference was given; a preference
+    # whose answers changed since is stale (kept, left out of the pairwise report). Null on preferences given
+    # before versions were recorded whose outputs had changed by then (see migration 0007).
+    output_version: Mapped[int | None] = mapped_column(Integer)
+    output_b_version: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str | None] = mapped_column(Text)
     flag_reason: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class Preference(Timestamps, Base):
+    """One rater's preference between two runs' answers to one question, imported from a file (side-by-side
+    preferences given in a pairwise rating task stay on the task's items).
+
+    Stored with ``run_a_id < run_b_id``; ``score`` is on the rubric's scale, its high end for run B's answer.
+    ``output_a_version`` / ``output_b_version``: the versions of the two outputs the preference was given on;
+    once either answer changes the preference is stale (kept, left out of the pairwise report, counted).
+    """
+
+    __tablename__ = "preference"
+    __table_args__ = (
+        UniqueConstraint("run_a_id", "run_b_id", "question_id", "rater_id"),
+        CheckConstraint("run_a_id < run_b_id", name="preference_run_order"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_a_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    run_b_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"))
+    output_a_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_b_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_a_version: Mapped[int] = mapped_column(Integer)
+    output_b_version: Mapped[int] = mapped_column(Integer)
+    rater_id: Mapped[int] = mapped_column(ForeignKey("rater.id", ondelete="CASCADE"), index=True)
+    rubric_id: Mapped[int] = mapped_column(ForeignKey("rubric.id", ondelete="RESTRICT"))
+    score: Mapped[int] = mapped_column(Integer)
+    comment: Mapped[str | None] = mapped_column(Text)

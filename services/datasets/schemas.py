@@ -146,7 +146,7 @@ class DocumentRead(BaseModel):
 
 
 class ImportReport(BaseModel):
-    kind: Literal["documents", "questions", "outputs", "ratings", "scores"]
+    kind: Literal["documents", "questions", "outputs", "ratings", "scores", "preferences"]
     received: int
     created: int
     updated: int

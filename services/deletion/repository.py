@@ -18,6 +18,7 @@ from services.models import (
     MetricScoreHistory,
     Output,
     Passage,
+    Preference,
     Question,
     Rater,
     Rating,
@@ -122,6 +123,9 @@ class DeletionRepository(Repository):
         answers, in the history tables), retrieved chunks."""
         sub = outputs.scalar_subquery()
         out = {
+            "preference": self._delete(
+                Preference, Preference.output_a_id.in_(sub) | Preference.output_b_id.in_(sub)
+            ),
             "rating": self._delete(Rating, Rating.output_id.in_(sub)),
             "rating_history": self._delete(RatingHistory, RatingHistory.output_id.in_(sub)),
             "metric_score": self._delete(MetricScore, MetricScore.output_id.in_(sub)),

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import aliased
 
-from services.models import Output, Rater, Rating, Rubric, utcnow
+from services.models import Output, Preference, Question, Rater, Rating, Rubric, utcnow
 from services.repository import Repository
 from services.runs.repository import MAX_IN
 
@@ -78,3 +79,76 @@ class RatingRepository(Repository):
             .order_by(Rating.output_id, Rater.id)
         )
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
+
+
+class PreferenceRepository(Repository):
+    """Preferences imported from files, stored for (run_a_id < run_b_id)."""
+
+    def rubric_names(self, run_a: int, run_b: int) -> set[str]:
+        stmt = (
+            select(Rubric.name)
+            .distinct()
+            .join(Preference, Preference.rubric_id == Rubric.id)
+            .where(Preference.run_a_id == run_a, Preference.run_b_id == run_b)
+        )
+        return set(self.session.scalars(stmt))
+
+    def existing(
+        self, run_a: int, run_b: int, rater_ids: Iterable[int]
+    ) -> dict[tuple[int, int], tuple[int, int, str | None, int, int, int]]:
+        """(question id, rater id) -> (id, score, comment, rubric id, output A version, output B version)."""
+        stmt = select(
+            Preference.question_id,
+            Preference.rater_id,
+            Preference.id,
+            Preference.score,
+            Preference.comment,
+            Preference.rubric_id,
+            Preference.output_a_version,
+            Preference.output_b_version,
+        ).where(
+            Preference.run_a_id == run_a,
+            Preference.run_b_id == run_b,
+            Preference.rater_id.in_(list(rater_ids)),
+        )
+        return {(q, r): tuple(rest) for q, r, *rest in self.session.execute(stmt)}  # type: ignore[misc]
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            self.insert_rows(Preference, [{"created_at": now, "updated_at": now, **r} for r in rows])
+
+    def update_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            self.session.execute(update(Preference), [{"updated_at": now, **r} for r in rows])
+
+    def of_pair(self, run_a: int, run_b: int) -> list[tuple[Any, ...]]:
+        """(question external id, rater name, score, rubric name, min, max, comment, output A version, output
+        B version, current A version, current B version, created_at, updated_at) of the pair's preferences."""
+        out_a, out_b = aliased(Output), aliased(Output)
+        stmt = (
+            select(
+                Question.external_id,
+                Rater.name,
+                Preference.score,
+                Rubric.name,
+                Rubric.min_score,
+                Rubric.max_score,
+                Preference.comment,
+                Preference.output_a_version,
+                Preference.output_b_version,
+                out_a.version,
+                out_b.version,
+                Preference.created_at,
+                Preference.updated_at,
+            )
+            .join(Question, Question.id == Preference.question_id)
+            .join(Rater, Rater.id == Preference.rater_id)
+            .join(Rubric, Rubric.id == Preference.rubric_id)
+            .join(out_a, out_a.id == Preference.output_a_id)
+            .join(out_b, out_b.id == Preference.output_b_id)
+            .where(Preference.run_a_id == run_a, Preference.run_b_id == run_b)
+            .order_by(Question.external_id, Rater.name)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]

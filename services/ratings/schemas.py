@@ -82,6 +82,54 @@ class RatingIn(BaseModel):
         return None if isinstance(value, str) and not value.strip() else value
 
 
+# The scale of imported preferences when the file names no rubric: -2..2, positive = run B's answer better.
+PREFERENCE_IMPORT_RUBRIC_NAME = "preference-b-over-a"
+PREFERENCE_IMPORT_LEVELS = {
+    "-2": "Run A's answer is much better.",
+    "-1": "Run A's answer is somewhat better.",
+    "0": "Both answers are about as good (or as bad).",
+    "1": "Run B's answer is somewhat better.",
+    "2": "Run B's answer is much better.",
+}
+
+
+class PreferenceIn(BaseModel):
+    """One rater's preference between run A's and run B's answers to one question."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    question_id: str = Field(min_length=1, description="external id of the question")
+    rater: str = Field(min_length=1, description="name of a registered rater")
+    preference: Integer = Field(
+        description="on the rubric's scale, its high end for run B's answer (default rubric -2..2: "
+        "-2 = A much better, 0 = as good, 2 = B much better)"
+    )
+    rubric: str | None = Field(
+        default=None,
+        description="rubric name; default: the pair's rubric, else "
+        f"{PREFERENCE_IMPORT_RUBRIC_NAME!r} (-2..2)",
+    )
+    comment: str | None = None
+
+    @field_validator("rubric", "comment", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class PreferenceRead(BaseModel):
+    question_id: str
+    rater: str
+    preference: int = Field(description="on the rubric's scale, its high end for run_b's answer")
+    rubric: str
+    comment: str | None
+    output_a_version: int = Field(description="the version of run A's output the preference was given on")
+    output_b_version: int
+    stale: bool = Field(description="either answer changed since: left out of the pairwise report")
+    created_at: datetime
+    updated_at: datetime
+
+
 class RatingRead(BaseModel):
     question_id: str
     output_id: int

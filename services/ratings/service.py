@@ -99,6 +99,23 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
     )
 
 
+def implied_rubric(
+    stored: set[str], named: list[str | None], rubrics: dict[str, Rubric], fallback: str
+) -> str:
+    """The rubric of a row that names none: the one rubric the target is already rated with; for a target
+    not rated yet, the one known rubric the batch names; else ``fallback``."""
+    known = {name for name in named if name and name in rubrics}
+    if len(stored) == 1:
+        return next(iter(stored))
+    if not stored and len(known) == 1:
+        return next(iter(known))
+    return fallback
+
+
+def unknown_rater(row: Row, name: str) -> ItemError:
+    return ItemError(row.index, "rater", f"unknown rater {name!r}; register it with POST /raters", row.line)
+
+
 def _check_author(session: Session, run_id: int, author: str, author_id: int | None) -> None:
     if author_id is None or not TaskRepository(session).rates_run(run_id, author_id):
         raise Forbidden(f"{author!r} has no rating task on run {run_id}")
@@ -131,15 +148,7 @@ def import_ratings(
     run_rubrics = repo.rubric_names_of_run(run_id)
 
     good, errors = validate_rows(rows, RatingIn)
-    # A row that names no rubric is on the run's rubric (or, for a run not rated yet, the one rubric the
-    # batch names); the default 1-5 rubric only when there is neither.
-    named = {item.rubric for _, item in good if item.rubric and item.rubric in rubrics}
-    if len(run_rubrics) == 1:
-        implied = next(iter(run_rubrics))
-    elif not run_rubrics and len(named) == 1:
-        implied = next(iter(named))
-    else:
-        implied = default.name
+    implied = implied_rubric(run_rubrics, [item.rubric for _, item in good], rubrics, default.name)
     # Only what this batch names is read: the cost of a small batch does not grow with the run.
     targets = RunRepository(session).output_ids_by_question(
         run.dataset_id, run_id, {item.question_id for _, item in good}
@@ -153,14 +162,7 @@ def import_ratings(
         target = targets.get(item.question_id)
         bad = len(errors)
         if rater is None:
-            errors.append(
-                ItemError(
-                    row.index,
-                    "rater",
-                    f"unknown rater {item.rater!r}; register it with POST /raters",
-                    row.line,
-                )
-            )
+            errors.append(unknown_rater(row, item.rater))
         if target is None:
             errors.append(
                 ItemError(row.index, "question_id", f"unknown question {item.question_id!r}", row.line)

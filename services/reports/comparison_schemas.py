@@ -47,6 +47,20 @@ class PairwiseMetric(BaseModel):
     kendall_comparison: Comparison | None = None
 
 
+class PreferenceCounts(BaseModel):
+    """The preference ratings on this pair of runs, by source, and those left out."""
+
+    side_by_side: int = Field(
+        description="current preferences given side by side in pairwise rating tasks (used unless "
+        "source=absolute)"
+    )
+    imported: int = Field(description="current preferences imported with POST /preferences (likewise)")
+    stale: int = Field(
+        description="left out: preferences given on an answer of either run that has changed since (or, "
+        "for side-by-side preferences given before answer versions were recorded, possibly changed)"
+    )
+
+
 class PairwiseRead(BaseModel):
     """Metric differences (run B - run A, sign flipped for lower-is-better metrics, so positive = B better)
     against the humans' preference for B over A, one row per question."""
@@ -56,11 +70,13 @@ class PairwiseRead(BaseModel):
     run_b: RunInfo
     notes: list[str]
     source: PreferenceSource = Field(
-        description="preference_ratings: side-by-side preferences of pairwise rating tasks on these two "
-        "runs (mean over raters, centred so that 0 = no preference); absolute_ratings: the difference of "
-        "the two answers' human reference scores (no preference ratings exist for this pair)"
+        description="preference_ratings: preference ratings on these two runs, given side by side in "
+        "pairwise rating tasks and/or imported from a file (`preferences` counts each; mean over raters, "
+        "centred so that 0 = no preference); absolute_ratings: the difference of the two answers' human "
+        "reference scores (no current preference rating exists for this pair)"
     )
     source_detail: str
+    preferences: PreferenceCounts
     preference_scale: list[float] = Field(description="[min, max] of a preference (B over A)")
     n_questions_both: int = Field(description="questions answered in both runs")
     n_pairs: int = Field(description="questions with a human preference")

@@ -1,12 +1,14 @@
 """Pairwise preference meta-evaluation: can a metric tell which of two runs' answers the humans prefer?
 
 For two runs of one dataset, each question answered by both is a pair. The human label of a pair is the
-raters' preference for run B's answer over run A's (side-by-side ratings of a pairwise rating task, mean over
-raters, on -2..2), or, when nobody rated the pair side by side, the difference of the two answers' human
-reference scores. A metric's label is its difference B - A, sign flipped for lower-is-better metrics, so that
-positive always means "B is better". Per metric: Pearson, Spearman and Kendall between the two with BCa
-intervals resampling questions, sign agreement (which answer is better) with a Wilson interval, and the
-comparison of every coefficient with the best metric's (Zou's interval, Holm), as in the main report.
+raters' preference for run B's answer over run A's (preference ratings given side by side in a pairwise
+rating task or imported from a file, mean over raters, on -2..2), or, when the pair has no preference rating,
+the difference of the two answers' human reference scores. A preference given on an answer that has changed
+since (its output's version moved on) is stale: left out, and counted in the response. A metric's label is
+its difference B - A, sign flipped for lower-is-better metrics, so that positive always means "B is better".
+Per metric: Pearson, Spearman and Kendall between the two with BCa intervals resampling questions, sign
+agreement (which answer is better) with a Wilson interval, and the comparison of every coefficient with the
+best metric's (Zou's interval, Holm), as in the main report.
 
 Failure modes: NotFound for an unknown run, InvalidItems (422, naming the field) for the same run twice, runs
 of different datasets, no question answered by both runs, or preference ratings requested where none exist.
@@ -25,10 +27,12 @@ from services import stats
 from services.config import Settings
 from services.errors import InvalidItems, ItemError, NotFound
 from services.models import Run
+from services.ratings.repository import PreferenceRepository
 from services.reports.comparison_schemas import (
     NotComputed,
     PairwiseMetric,
     PairwiseRead,
+    PreferenceCounts,
     PreferenceSource,
     Proportion,
 )
@@ -101,35 +105,69 @@ class Preferences:
     detail: str
     scale: list[float]
     labels: dict[str, float]  # question external id -> preference for B over A
+    counts: PreferenceCounts
 
 
-def _task_preferences(session: Session, run_a: int, run_b: int, questions: set[str]) -> Preferences | None:
-    rows = TaskRepository(session).pairwise_preferences(run_a, run_b)
+def _label(score: float, lo: int, hi: int, b_high: bool) -> float:
+    """A score on a [lo, hi] preference scale whose high end is for ``b_high``'s side, mapped to -2..2 with
+    positive = our run B preferred."""
+    label = 2 * (score - (lo + hi) / 2) / ((hi - lo) / 2)
+    return label if b_high else -label
+
+
+def _rated_preferences(session: Session, run_a: int, run_b: int, questions: set[str]) -> Preferences:
+    """Preference ratings of the pair from both sources: side by side in pairwise rating tasks, and imported
+    from files. Those given on an answer that has changed since are left out and counted."""
     by_question: dict[str, list[float]] = {}
     tasks, raters = set(), set()
-    for q, task_id, user_id, pref, task_run_a, lo, hi in rows:
+    side_by_side = imported = stale = 0
+    for q, task_id, user_id, pref, task_run_a, lo, hi, is_stale in TaskRepository(
+        session
+    ).pairwise_preferences(run_a, run_b):
         if q not in questions:
             continue
-        centre, half = (lo + hi) / 2, (hi - lo) / 2
-        # Stored for the task's run A vs its run B, low = A better; here positive = our run B better.
-        label = 2 * (pref - centre) / half
-        by_question.setdefault(q, []).append(label if task_run_a == run_a else -label)
+        if is_stale:
+            stale += 1
+            continue
+        # Stored for the task's run A vs its run B, high = the task's run B better.
+        by_question.setdefault(q, []).append(_label(pref, lo, hi, task_run_a == run_a))
         tasks.add(task_id)
-        raters.add((task_id, user_id))
-    if not by_question:
-        return None
+        raters.add(("task", task_id, user_id))
+        side_by_side += 1
+    low_run = min(run_a, run_b)
+    for row in PreferenceRepository(session).of_pair(low_run, max(run_a, run_b)):
+        q, rater, score, _, lo, hi, _, va, vb, cur_a, cur_b, *_ = row
+        if q not in questions:
+            continue
+        if (va, vb) != (cur_a, cur_b):
+            stale += 1
+            continue
+        # Stored for (lower run id, higher run id), high = the higher id's answer better.
+        by_question.setdefault(q, []).append(_label(score, lo, hi, low_run == run_a))
+        raters.add(("file", 0, rater))
+        imported += 1
+    counts = PreferenceCounts(side_by_side=side_by_side, imported=imported, stale=stale)
+    sources = []
+    if side_by_side:
+        sources.append(f"{side_by_side} given side by side in {len(tasks)} pairwise rating task(s)")
+    if imported:
+        sources.append(f"{imported} imported from files")
     detail = (
-        f"Side-by-side preferences from {len(tasks)} pairwise rating task(s), {len(raters)} rater queue(s); "
-        "each rater's score mapped to -2..2 (positive: run B's answer preferred), mean over the raters "
-        "of each question"
+        f"Preference ratings ({'; '.join(sources)}) by {len(raters)} rater(s); each score mapped to -2..2 "
+        "(positive: run B's answer preferred), mean over the raters of each question"
     )
-    return Preferences(
-        "preference_ratings", detail, [-2.0, 2.0], {q: float(np.mean(v)) for q, v in by_question.items()}
-    )
+    if stale:
+        detail += f"; {stale} given on an answer that has changed since are left out"
+    labels = {q: float(np.mean(v)) for q, v in by_question.items()}
+    return Preferences("preference_ratings", detail, [-2.0, 2.0], labels, counts)
 
 
 def _absolute_preferences(
-    data: ReportData, out_a: dict[str, int], out_b: dict[str, int], questions: set[str]
+    data: ReportData,
+    out_a: dict[str, int],
+    out_b: dict[str, int],
+    questions: set[str],
+    counts: PreferenceCounts,
 ) -> Preferences:
     human = {it.output_id: it.human for it in data.items}
     labels = {}
@@ -143,8 +181,13 @@ def _absolute_preferences(
         "No preference ratings exist for this pair of runs: the preference is derived from the absolute "
         "ratings, human reference score of run B's answer minus run A's (questions whose two answers both "
         "have a reference score)"
+        if not counts.stale
+        else f"The {counts.stale} preference rating(s) of this pair of runs were all given on an answer that "
+        "has changed since and are left out: the preference is derived from the absolute ratings, human "
+        "reference score of run B's answer minus run A's (questions whose two answers both have a "
+        "reference score)"
     )
-    return Preferences("absolute_ratings", detail, [-width, width], labels)
+    return Preferences("absolute_ratings", detail, [-width, width], labels, counts)
 
 
 def _bad(field: str, message: str, reason: str | None = None) -> InvalidItems:
@@ -185,17 +228,22 @@ def pairwise(
             f"run {run_a} answers {len(out_a)} question(s), run {run_b} {len(out_b)}, none of them both",
         )
     data = gather(session, [run_a, run_b], settings.ratings.reference, settings.ratings.min_raters)
+    rated = _rated_preferences(session, run_a, run_b, both)
     prefs: Preferences | None = None
     if source in ("auto", "preference"):
-        prefs = _task_preferences(session, run_a, run_b, both)
+        prefs = rated if rated.labels else None
         if prefs is None and source == "preference":
+            stale = (
+                f" ({rated.counts.stale} given on answers that changed since)" if rated.counts.stale else ""
+            )
             raise _bad(
                 "source",
-                "no preference ratings exist for these two runs",
-                "no pairwise rating task on these runs has a rated item; use source=absolute or auto",
+                "no current preference ratings exist for these two runs",
+                f"no pairwise rating task on these runs has a rated item and none was imported{stale}; use "
+                "source=absolute or auto",
             )
     if prefs is None:
-        prefs = _absolute_preferences(data, out_a, out_b, both)
+        prefs = _absolute_preferences(data, out_a, out_b, both, rated.counts)
     questions = sorted(prefs.labels)
     human = np.array([prefs.labels[q] for q in questions], dtype=np.float64)
     n_ties = int(np.count_nonzero(human == 0))
@@ -308,6 +356,11 @@ def pairwise(
     metrics.sort(key=lambda m: (m.pearson.estimate is None, -(m.pearson.estimate or 0.0), m.metric))
     warnings = _warnings(len(questions), n_ties, metrics, prefs)
     notes = sorted({n for r in (ra, rb) for n in run_notes(r)})
+    if prefs.counts.stale:
+        notes.append(
+            f"{prefs.counts.stale} preference rating(s) were given on an answer that has changed since: left "
+            "out (kept; rate these pairs again)"
+        )
     return PairwiseRead(
         dataset_id=ra.dataset_id,
         run_a=run_info(ra),
@@ -315,6 +368,7 @@ def pairwise(
         notes=notes,
         source=prefs.source,
         source_detail=prefs.detail,
+        preferences=prefs.counts,
         preference_scale=prefs.scale,
         n_questions_both=len(both),
         n_pairs=len(questions),

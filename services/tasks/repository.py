@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import aliased, selectinload
 
 from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater, User
 from services.repository import Repository
@@ -85,9 +85,13 @@ class TaskRepository(Repository):
     def delete(self, obj: object) -> None:
         self.session.delete(obj)
 
-    def pairwise_preferences(self, run_a: int, run_b: int) -> list[tuple[str, int, int, int, int, int, int]]:
-        """(question external id, task id, user id, preference, task's run A, rubric min, rubric max) of every
-        preference given in a pairwise task on these two runs, in either order."""
+    def pairwise_preferences(
+        self, run_a: int, run_b: int
+    ) -> list[tuple[str, int, int, int, int, int, int, bool]]:
+        """(question external id, task id, user id, preference, task's run A, rubric min, rubric max,
+        stale) of every preference given in a pairwise task on these two runs, in either order. Stale:
+        either answer is not the version the preference was given on (or that version was not recorded)."""
+        out_a, out_b = aliased(Output), aliased(Output)
         stmt = (
             select(
                 Question.external_id,
@@ -97,10 +101,16 @@ class TaskRepository(Repository):
                 RatingTask.run_id,
                 Rubric.min_score,
                 Rubric.max_score,
+                TaskItem.output_version,
+                TaskItem.output_b_version,
+                out_a.version,
+                out_b.version,
             )
             .join(RatingTask, RatingTask.id == TaskItem.task_id)
             .join(Rubric, Rubric.id == RatingTask.rubric_id)
             .join(Question, Question.id == TaskItem.question_id)
+            .join(out_a, out_a.id == TaskItem.output_id)
+            .join(out_b, out_b.id == TaskItem.output_b_id)
             .where(
                 RatingTask.mode == "pairwise",
                 TaskItem.preference.is_not(None),
@@ -112,5 +122,7 @@ class TaskRepository(Repository):
             .order_by(Question.external_id, RatingTask.id, TaskItem.user_id)
         )
         return [
-            (q, t, u, p, a, lo, hi) for q, t, u, p, a, lo, hi in self.session.execute(stmt) if p is not None
+            (q, t, u, p, a, lo, hi, (va, vb) != (cur_a, cur_b))
+            for q, t, u, p, a, lo, hi, va, vb, cur_a, cur_b in self.session.execute(stmt)
+            if p is not None
         ]

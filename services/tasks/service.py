@@ -400,10 +400,14 @@ def act(
         if action.score is None or not rubric.min_score <= action.score <= rubric.max_score:
             raise _bad("score", f"give a score in {rubric.min_score}..{rubric.max_score} ({rubric.name})")
         if task.mode == "pairwise":
+            assert item.output_b_id is not None
             item.preference = (
                 rubric.min_score + rubric.max_score - action.score if item.b_on_left else action.score
             )
             item.comment = action.comment
+            # The answers the preference is given on: once either changes, the preference is stale.
+            versions = RunRepository(session).output_versions([item.output_id, item.output_b_id])
+            item.output_version, item.output_b_version = versions[item.output_id], versions[item.output_b_id]
         elif existing is None:
             assert rater is not None
             repo.add(
@@ -424,6 +428,7 @@ def act(
         if existing is not None:
             repo.delete(existing)
         item.status, item.flag_reason, item.preference = "flagged", action.reason, None
+        item.output_version = item.output_b_version = None
     elif item.status == "pending":
         item.status = "skipped"
     item.updated_at = datetime.now(UTC)

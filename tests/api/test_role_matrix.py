@@ -81,6 +81,8 @@ POLICY: dict[str, set[str]] = {
     "list_rubrics": ALL,
     "create_rubric": WRITE,
     "import_ratings": WRITE | MEMBER,
+    "import_preferences": WRITE,
+    "list_preferences": READ,
     "list_ratings": READ | MEMBER,
     "list_tasks": READ,
     "create_task": WRITE,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import inspect, text
+from sqlalchemy import insert, inspect, text
 
 from app.main import create_app
 from app.settings import Settings
@@ -80,3 +81,94 @@ def test_app_migrates_when_told(tmp_path: Path) -> None:
         health = client.get("/healthz").json()
     assert health["status"] == "ok"
     assert health["database"]["revision"] == head_revision()
+
+
+def test_preference_versions_are_filled_in_only_where_certain(tmp_path: Path) -> None:
+    """0007 records the output versions of side-by-side preferences given before it: where the output never
+    changed, or changed before the preference was given; otherwise null (the report leaves it out)."""
+    url = _fresh_url(tmp_path)
+    upgrade(url, "0006")
+    engine = make_engine(url)
+    t = Base.metadata.tables
+    early, mid, late = (datetime(2026, 11, 1, h, tzinfo=UTC) for h in (8, 10, 12))
+    stamps = {"created_at": early, "updated_at": early}
+    with engine.begin() as conn:
+        conn.execute(insert(t["dataset"]).values(id=1, name="d", language="fr", chunking={}, **stamps))
+        for qid in (1, 2, 3):
+            conn.execute(
+                insert(t["question"]).values(
+                    id=qid,
+                    dataset_id=1,
+                    external_id=f"q{qid}",
+                    question="?",
+                    answerable=True,
+                    types=[],
+                    metadata={},
+                    **stamps,
+                )
+            )
+        for rid in (1, 2):
+            conn.execute(
+                insert(t["run"]).values(
+                    id=rid, dataset_id=1, name=f"r{rid}", system={}, metadata={}, **stamps
+                )
+            )
+        # Run 2's answers: q1 never changed; q2 changed (early) before the preference (mid); q3 after (late).
+        outputs = [(1, 1, 1, 1, early), (2, 1, 2, 1, early), (3, 1, 3, 1, early)]
+        outputs += [(4, 2, 1, 1, early), (5, 2, 2, 2, early), (6, 2, 3, 2, late)]
+        for oid, rid, qid, version, updated in outputs:
+            conn.execute(
+                insert(t["output"]).values(
+                    id=oid,
+                    run_id=rid,
+                    question_id=qid,
+                    answer="a",
+                    generator={},
+                    version=version,
+                    created_at=early,
+                    updated_at=updated,
+                )
+            )
+        conn.execute(insert(t["app_user"]).values(id=1, name="u", role="rater", active=True, **stamps))
+        conn.execute(
+            insert(t["rubric"]).values(
+                id=1, name="p", min_score=1, max_score=5, levels={}, is_default=False, **stamps
+            )
+        )
+        conn.execute(
+            insert(t["rating_task"]).values(
+                id=1,
+                name="t",
+                mode="pairwise",
+                run_id=1,
+                run_b_id=2,
+                rubric_id=1,
+                show_reference=False,
+                show_contexts=True,
+                seed=0,
+                **stamps,
+            )
+        )
+        for pos, (qid, pref) in enumerate([(1, 4), (2, 2), (3, 5)], start=1):
+            conn.execute(
+                insert(t["task_item"]).values(
+                    id=pos,
+                    task_id=1,
+                    user_id=1,
+                    position=pos,
+                    question_id=qid,
+                    output_id=qid,
+                    output_b_id=qid + 3,
+                    b_on_left=False,
+                    status="rated",
+                    preference=pref,
+                    updated_at=mid,
+                )
+            )
+    upgrade(url, "0007")
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT id, output_version, output_b_version FROM task_item ORDER BY id")
+        ).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [(1, 1, 1), (2, 1, 2), (3, 1, None)]
