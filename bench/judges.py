@@ -311,8 +311,8 @@ class Bench:
     latency: float
     concurrency: int
     rows: list[Row] = field(default_factory=list)
-    # per service path: (processes, first scoring, re-score without the memo, re-score with it)
-    reruns: list[tuple[int, dict[str, Any], Any, Any]] = field(default_factory=list)
+    # per service path: (processes, first scoring, (re-score without the memo, re-score with it) or None)
+    reruns: list[tuple[int, dict[str, Any], Any]] = field(default_factory=list)
 
     def ideal(self, requests: int) -> float:
         return requests * self.latency / self.concurrency
@@ -534,7 +534,13 @@ def _asked(info: dict[str, Any]) -> tuple[int, int]:
 
 
 def service_path(
-    bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int, per_library: bool
+    bench: Bench,
+    fake: Any,
+    items: list[Item],
+    tmp: Path,
+    processes: int,
+    per_library: bool,
+    rescore: bool = True,
 ) -> None:
     from sqlalchemy import delete
 
@@ -546,14 +552,17 @@ def service_path(
         first, info = service_job(svc, fake, k)
         first["load"] = os.getloadavg()[0]
         forget_requests(fake)
-        with svc.factory.begin() as s:  # the previous path: no memo to read
-            s.execute(delete(ScoreMemo))
-        without, info_without = service_job(svc, fake, k, recompute=True)
-        without["load"] = os.getloadavg()[0]
-        forget_requests(fake)
-        again, info2 = service_job(svc, fake, k, recompute=True)
-        again["load"] = os.getloadavg()[0]
-        forget_requests(fake)
+        reruns: Any = None
+        if rescore:
+            with svc.factory.begin() as s:  # the previous path: no memo to read
+                s.execute(delete(ScoreMemo))
+            without, info_without = service_job(svc, fake, k, recompute=True)
+            without["load"] = os.getloadavg()[0]
+            forget_requests(fake)
+            again, info2 = service_job(svc, fake, k, recompute=True)
+            again["load"] = os.getloadavg()[0]
+            forget_requests(fake)
+            reruns = ((without, info_without), (again, info2))
         libs: dict[str, tuple[dict[str, Any], dict[str, Any], int]] = {}
         if per_library:
             for lib in ("ragas", "deepeval", "opik", "ragchecker"):
@@ -602,7 +611,7 @@ def service_path(
                 sub=True,
             )
         )
-    bench.reruns.append((processes, first, (without, info_without), (again, info2)))
+    bench.reruns.append((processes, first, reruns))
 
 
 def memory_path(
@@ -935,6 +944,7 @@ def main() -> None:
     )
     ap.add_argument("--skip-libraries", action="store_true", help="only the service path (and its re-run)")
     ap.add_argument("--skip-per-library", action="store_true", help="no refreshed job per library")
+    ap.add_argument("--skip-rescore", action="store_true", help="no re-scoring jobs after the first scoring")
     ap.add_argument("--memory-jobs", type=int, default=0, help="then N refreshed jobs, memory after each")
     ap.add_argument("--memory-samples", type=int, default=24)
     ap.add_argument("--ragchecker-timeout", type=float, default=600.0)
@@ -985,7 +995,13 @@ def main() -> None:
         for n, count in enumerate(counts):
             # the per-library jobs once, with the first count
             service_path(
-                bench, fake, items, tmp / f"service-{count}", count, n == 0 and not args.skip_per_library
+                bench,
+                fake,
+                items,
+                tmp / f"service-{count}",
+                count,
+                n == 0 and not args.skip_per_library,
+                rescore=not args.skip_rescore,
             )
         if not args.skip_libraries:
             library_paths(bench, fake, items, tmp, args.ragchecker_timeout)
@@ -1000,7 +1016,7 @@ def main() -> None:
     bench.print_table()
     print()
     services = [r for r in bench.rows if r.path.startswith("service job")]
-    for (count, first, (without, info_w), (again, info2)), row in zip(bench.reruns, services, strict=True):
+    for (count, first, reruns), row in zip(bench.reruns, services, strict=True):
         print(f"{count} worker processes:")
         if bench.latency > 0:
             print(
@@ -1008,6 +1024,9 @@ def main() -> None:
                 f"{row.wall / bench.ideal(row.requests):.2f} x ideal (efficiency "
                 f"{bench.ideal(row.requests) / row.wall:.2f}); load average at its end {first['load']:.1f}"
             )
+        if reruns is None:
+            continue
+        (without, info_w), (again, info2) = reruns
         for label, (seen, info) in (
             ("re-score, score memo emptied (previous path)", (without, info_w)),
             ("re-score with the score memo", (again, info2)),

@@ -101,10 +101,12 @@ class JobSettings(BaseModel):
     lease_s: float = 30.0
     max_item_retries: int = 3
     # Embedded worker processes (library code is CPU-heavy Python: one process per core keeps every core
-    # busy); None: as many as cores; 0: one worker thread inside the API process.
+    # busy); None: as many as cores; 0: one worker thread inside the API process. Scoring jobs are cut into
+    # an equal share per worker; without embedded workers, set it to the number of `ragmeta worker`s.
     worker_processes: int | None = Field(default=None, ge=0, le=64)
-    # Scoring items (metric x output) a worker claims at once; all are scored together, so a batch should
-    # hold many outputs times every metric.
+    # Most scoring items (metric x output) a worker claims at once; all are scored together, so a batch
+    # should hold many outputs times every metric. A job is cut into equal batches, a multiple of the
+    # number of workers, none larger than this.
     scoring_batch_size: int = Field(default=512, ge=1, le=100_000)
 
 

@@ -31,6 +31,16 @@ def worker_count(settings: Settings) -> int:
     return (os.cpu_count() or 1) if n is None else n
 
 
+def job_workers(settings: Settings) -> int:
+    """How many workers a job's batches are cut for (an equal share each): the embedded worker processes
+    (one worker thread counts as one); when jobs are left to ``ragmeta worker``s elsewhere,
+    ``jobs.worker_processes`` when set, else 1."""
+    jobs = settings.jobs
+    if jobs.embedded_worker:
+        return max(1, worker_count(settings))
+    return max(1, jobs.worker_processes or 1)
+
+
 def run_worker_process(
     settings_json: str, gateway_url: str | None, worker_id: str, parent: int, ready: Any = None
 ) -> None:

@@ -84,12 +84,12 @@ def batches(ids: list[int], size: int) -> list[tuple[int, int]]:
 
 
 def dispatch(session: Session, settings: Settings, job_id: int, kind: str) -> int:
-    """Defer one procrastinate batch per ``batch_size`` items the job has left, in the session's
-    transaction. Returns the number of batches."""
+    """Defer the job's items left as procrastinate batches (``batch_size`` for that many items: an equal
+    share per worker), in the session's transaction. Returns the number of batches."""
     from services.jobs.worker import batch_size, handler_for
 
     ids = JobRepository(session).claimable_ids(job_id, settings.jobs.lease_s)
-    ranges = batches(ids, batch_size(settings, handler_for(kind)))
+    ranges = batches(ids, batch_size(settings, handler_for(kind), len(ids)))
     if not ranges:
         return 0
     # The ORM session's own psycopg connection, inside its open transaction.

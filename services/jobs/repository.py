@@ -56,13 +56,17 @@ class JobRepository(Repository):
         The status condition is re-checked by the UPDATE itself, so two workers racing for one row cannot
         both take it (PostgreSQL re-evaluates it on the locked row; SQLite serialises writers).
         """
-        now = utcnow()
-        claimable = self._claimable(lease_s, now)
+        claimable = self._claimable(lease_s, utcnow())
         ids = select(JobItem.id).where(JobItem.job_id == job_id, claimable).order_by(JobItem.id).limit(limit)  # type: ignore[arg-type]
+        return self._take(token, JobItem.id.in_(ids.scalar_subquery()), claimable)
+
+    def _take(self, token: str, *where: Any) -> list[JobItem]:
+        """Mark the items matching ``where`` claimed by ``token`` (one UPDATE, committed) and return every
+        item ``token`` holds, in id order."""
         self.session.execute(
             update(JobItem)
-            .where(JobItem.id.in_(ids.scalar_subquery()), claimable)  # type: ignore[arg-type]
-            .values(status="claimed", worker_id=token, claimed_at=now, attempts=JobItem.attempts + 1)
+            .where(*where)
+            .values(status="claimed", worker_id=token, claimed_at=utcnow(), attempts=JobItem.attempts + 1)
             .execution_options(synchronize_session=False)
         )
         self.session.commit()
@@ -86,22 +90,9 @@ class JobRepository(Repository):
         """Claim the job's items with ids in [first, last] that nobody holds, or that ``token`` already holds
         (a batch run again after its worker died takes its own items back); safe against concurrent workers
         like ``claim``."""
-        now = utcnow()
-        free: Any = self._claimable(lease_s, now)
+        free: Any = self._claimable(lease_s, utcnow())
         takeable = or_(free, and_(JobItem.status == "claimed", JobItem.worker_id == token))
-        self.session.execute(
-            update(JobItem)
-            .where(JobItem.job_id == job_id, JobItem.id >= first, JobItem.id <= last, takeable)
-            .values(status="claimed", worker_id=token, claimed_at=now, attempts=JobItem.attempts + 1)
-            .execution_options(synchronize_session=False)
-        )
-        self.session.commit()
-        stmt = (
-            select(JobItem)
-            .where(JobItem.worker_id == token, JobItem.status == "claimed")
-            .order_by(JobItem.id)
-        )
-        return list(self.session.scalars(stmt))
+        return self._take(token, JobItem.job_id == job_id, JobItem.id >= first, JobItem.id <= last, takeable)
 
     def holds_live_claim(self, token: str, lease_s: float) -> bool:
         """Whether ``token`` holds items whose claim was renewed within ``lease_s``."""

@@ -72,9 +72,21 @@ def handler_for(kind: str) -> JobHandler:
     return _loaded[kind]
 
 
-def batch_size(settings: Settings, handler: JobHandler) -> int:
+def batch_size(settings: Settings, handler: JobHandler, items: int | None = None) -> int:
+    """Items per batch of a job of ``items`` items (None: the handler's largest batch)."""
     size_for = getattr(handler, "batch_size_for", None)
-    return int(size_for(settings)) if size_for is not None else handler.batch_size
+    return int(size_for(settings, items)) if size_for is not None else handler.batch_size
+
+
+def even_batches(items: int, workers: int, cap: int) -> int:
+    """A batch size that cuts ``items`` into a multiple of ``workers`` batches of at most ``cap`` items, as
+    equal as can be: every worker gets the same share of the job instead of one taking ``cap`` items and
+    another the remainder (576 items, cap 512, two workers: 288 + 288, not 512 + 64)."""
+    workers, cap = max(1, workers), max(1, cap)
+    if items <= 0:
+        return cap
+    rounds = -(-items // (workers * cap))
+    return -(-items // (workers * rounds))
 
 
 def run_batch(ctx: JobContext, session: Session, job: Job, items: list[JobItem], token: str) -> bool:
@@ -164,7 +176,7 @@ class Worker:
                 self._finish_idle_jobs(session)
                 return False
             token = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
-            size = batch_size(self.ctx.settings, handler_for(job.kind))
+            size = batch_size(self.ctx.settings, handler_for(job.kind), job.total)
             items = repo.claim(job.id, token, size, self.lease_s)
             if not items:
                 return True

@@ -102,7 +102,10 @@ async def score_batch(
     else:
         timeout = settings.judge.timeout_s * (settings.judge.retries + 1) * 2 * 6
         try:
-            async with open_judge(url, job, refresh, timeout) as session:
+            # Requests to the gateway at once: twice the judge's bound, so that its slots never wait for
+            # this process (the gateway queues the rest) while the HTTP pool stays small.
+            connections = 2 * max(1, settings.judge.max_concurrency)
+            async with open_judge(url, job, refresh, timeout, connections) as session:
                 ctx = replace(base, judge=session)
                 await asyncio.gather(*(run(i, ctx) for i in range(len(work))))
             report = session.report

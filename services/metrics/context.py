@@ -59,10 +59,68 @@ class JudgeSession:
         return self.locks.setdefault(name, asyncio.Lock())
 
 
+def bounded_transport(connections: int) -> httpx.AsyncBaseTransport:
+    """An httpx transport that never has more than ``connections`` requests at once, the others waiting
+    their turn on a semaphore before they reach the connection pool.
+
+    httpcore 1.0.9's pool does work quadratic in its connections on every request and every response
+    (``AsyncConnectionPool._assign_requests_to_connections`` counts all connections once per idle one, and
+    every queued request scans them all): with one connection per sample in flight (about a hundred, most
+    of them waiting at the gateway for a judge slot) that was 18 % of a worker process's CPU (py-spy). The
+    gateway's bound decides how many judge calls run; a few times that many waiting in each process keeps it
+    busy, and the pool stays small with nothing queued inside it."""
+    import httpx
+
+    class Released(httpx.AsyncByteStream):
+        def __init__(self, stream: Any, slots: asyncio.Semaphore) -> None:
+            self._stream, self._slots, self._open = stream, slots, True
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._stream:
+                yield chunk
+
+        async def aclose(self) -> None:
+            try:
+                await self._stream.aclose()
+            finally:
+                if self._open:
+                    self._open = False
+                    self._slots.release()
+
+    class Bounded(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+            self._inner = httpx.AsyncHTTPTransport(limits=limits)
+            self._slots = asyncio.Semaphore(connections)
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            await self._slots.acquire()
+            try:
+                response = await self._inner.handle_async_request(request)
+            except BaseException:
+                self._slots.release()
+                raise
+            # httpx closes every response's stream (after reading it, or on any error while reading).
+            return httpx.Response(
+                status_code=response.status_code,
+                headers=response.headers,
+                stream=Released(response.stream, self._slots),
+                extensions=response.extensions,
+            )
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return Bounded()
+
+
 @asynccontextmanager
-async def open_judge(gateway: str, job: str, refresh: bool, timeout_s: float) -> AsyncIterator[JudgeSession]:
+async def open_judge(
+    gateway: str, job: str, refresh: bool, timeout_s: float, connections: int = 32
+) -> AsyncIterator[JudgeSession]:
     """A JudgeSession for one batch: opens a ledger at the gateway, releases it on exit and keeps its
-    figures in ``report``. Raises ``httpx.HTTPError`` when the gateway cannot be reached."""
+    figures in ``report``; at most ``connections`` requests to the gateway at once. Raises
+    ``httpx.HTTPError`` when the gateway cannot be reached."""
     import httpx
 
     async def add_scope(request: httpx.Request) -> None:
@@ -72,7 +130,7 @@ async def open_judge(gateway: str, job: str, refresh: bool, timeout_s: float) ->
 
     http = httpx.AsyncClient(
         timeout=timeout_s,
-        limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+        transport=bounded_transport(max(1, connections)),
         event_hooks={"request": [add_scope]},
     )
     try:

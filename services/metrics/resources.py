@@ -5,7 +5,8 @@
 - the judge gateway: an external one (``gateway_url``: the API's own, for worker processes; any URL for
   workers elsewhere) or one this object starts for its settings' judge when first needed and stops on close
   (restarted if the judge configuration changes);
-- thread pools for libraries that block (RAGChecker) and loaded models (embeddings, BERTScore).
+- thread pools and a keep-alive HTTP client for libraries that block (RAGChecker), and loaded models
+  (embeddings, BERTScore).
 
 Nothing here is a module global: two apps in one process (tests) have two of these.
 """
@@ -25,6 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from services.config import Settings
 
 if TYPE_CHECKING:
+    import httpx
+
     from services.judge.gateway import JudgeGateway
 
 T = TypeVar("T")
@@ -44,6 +47,7 @@ class ScoringResources:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._threads: dict[str, ThreadPoolExecutor] = {}
+        self._http: dict[str, httpx.Client] = {}
         self._models: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
@@ -119,6 +123,18 @@ class ScoringResources:
                 self._threads[name] = pool
             return pool
 
+    def http(self, name: str, connections: int) -> httpx.Client:
+        """A blocking keep-alive HTTP client kept for the process (one per name), for libraries that call
+        from threads; closed with the resources."""
+        import httpx
+
+        with self._lock:
+            client = self._http.get(name)
+            if client is None:
+                limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+                client = self._http[name] = httpx.Client(limits=limits)
+            return client
+
     def model(self, key: tuple[Any, ...], load: Callable[[], T]) -> T:
         with self._model_lock:
             if key not in self._models:
@@ -133,6 +149,7 @@ class ScoringResources:
             loop, thread, self._loop = self._loop, self._loop_thread, None
             gateway, self._gateway = self._gateway, None
             pools, self._threads = list(self._threads.values()), {}
+            clients, self._http = list(self._http.values()), {}
         if loop is not None:
             # What the libraries left running on the loop (litellm's logging worker, idle keep-alive
             # connections) is cancelled and awaited, as asyncio.run does, before the loop stops.
@@ -144,6 +161,8 @@ class ScoringResources:
             loop.close()
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
+        for client in clients:
+            client.close()
         if gateway is not None:
             gateway.stop()
         self._models.clear()

@@ -20,8 +20,9 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.datasets.service import get_dataset
 from services.errors import InvalidItems, ItemError
+from services.jobs.processes import job_workers
 from services.jobs.service import JobRead, create_job, job_read
-from services.jobs.worker import JobContext
+from services.jobs.worker import JobContext, even_batches
 from services.judge.gateway import Usage
 from services.metrics import registry
 from services.metrics.base import MetricAdapter, SampleScore
@@ -248,8 +249,15 @@ class _Memo:
 class ScoringHandler:
     batch_size = 512
 
-    def batch_size_for(self, settings: Settings) -> int:
-        return settings.jobs.scoring_batch_size
+    def batch_size_for(self, settings: Settings, items: int | None = None) -> int:
+        """At most ``jobs.scoring_batch_size`` items, cut so that a job of ``items`` items gives every
+        worker (``services.jobs.processes.job_workers``: by default one per core) the same share: the
+        processes finish together instead of one scoring a full batch alone at the end. Items come output by
+        output, so each batch holds every metric of its outputs, whatever its size."""
+        cap = settings.jobs.scoring_batch_size
+        if items is None:
+            return cap
+        return even_batches(items, job_workers(settings), cap)
 
     def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
         by_metric: dict[str, list[int]] = defaultdict(list)

@@ -117,7 +117,7 @@ def test_a_batch_of_a_silent_worker_is_put_back_and_finished_once(client: TestCl
 
     from services.jobs.queue import build_app
 
-    job = _scoring_job(client, batch_size=4)
+    job = _scoring_job(client, batch_size=3)  # 6 items: two batches of 3
     ctx = _ctx(client)
     app = build_app(ctx.settings, ctx)
 
@@ -133,7 +133,7 @@ def test_a_batch_of_a_silent_worker_is_put_back_and_finished_once(client: TestCl
                 items = JobRepository(s).claim_range(
                     job["id"], int(args["first"]), int(args["last"]), token_of(fetched.id), 30
                 )
-                assert len(items) == 4
+                assert len(items) == 3
             await app.connector.execute_query_async(
                 "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
                 "WHERE id = %(w)s",
@@ -146,7 +146,7 @@ def test_a_batch_of_a_silent_worker_is_put_back_and_finished_once(client: TestCl
     worker.drain()  # takes every other batch; the dead one is still "doing"
     assert [s for i, s, _ in _queue(engine) if i == dead] == ["doing"]
     progress = client.get(f"/jobs/{job['id']}").json()
-    assert progress["status"] == "running" and progress["pending"] == 4
+    assert progress["status"] == "running" and progress["pending"] == 3
 
     async def sweep() -> int:
         async with app.open_async():
@@ -169,7 +169,7 @@ def test_a_batch_of_a_silent_worker_is_put_back_and_finished_once(client: TestCl
     with engine.connect() as conn:
         by_attempts = select(JobItem.attempts, func.count()).where(JobItem.job_id == job["id"])
         attempts = dict(conn.execute(by_attempts.group_by(JobItem.attempts)).all())
-    assert attempts == {1: job["total"] - 4, 2: 4}  # the dead batch's items were taken twice, the others once
+    assert attempts == {1: job["total"] - 3, 2: 3}  # the dead batch's items were taken twice, the others once
 
 
 @pg_only

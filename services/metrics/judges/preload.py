@@ -17,7 +17,17 @@ def preload() -> None:
     apply_offline_env()
     from services.metrics.judges import deepeval, opik, ragas, ragchecker
 
+    def sdk() -> None:
+        # The SDK's resources are imported on a client's first ``.chat``: seconds of a worker's first batch.
+        import openai.resources  # noqa: F401
+
+    def embeddings() -> None:
+        # Ragas' answer relevancy loads its embedding model in the first batch; the import is most of it.
+        import sentence_transformers  # noqa: F401
+
     steps = {
+        "openai": sdk,
+        "sentence-transformers": embeddings,
         "deepeval": deepeval._deepeval_metrics,
         "opik": opik._load,
         "ragchecker": ragchecker._library,
