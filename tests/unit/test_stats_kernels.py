@@ -68,6 +68,16 @@ def test_rank_kernels_equal_numpy(
     assert np.array_equal(compiled, reference, equal_nan=True)
 
 
+def test_rank_kernels_count_tied_metrics_from_cells_and_the_others_item_by_item() -> None:
+    # At n = 2500 the binary, 0.1-step, piled and single off-mode metrics have few tie groups: they are
+    # counted from cells of (x group, human level) weights; the continuous one item by item.
+    human, metrics = _data(2500, seed=2500)
+    k = _SpearmanKernel(metrics, human)
+    n_groups, _ = stats_kernels._x_tables(*k.layout, k.h_ties.sizes.size)
+    assert n_groups[0] == 0  # continuous: scanned item by item
+    assert list(n_groups[1:]) == [np.unique(row).size for row in metrics[1:]]
+
+
 @pytest.mark.parametrize("n", [6, 12, 97, 2500])
 def test_pass_fail_kernel_equals_numpy(n: int) -> None:
     human, metrics = _data(n, seed=n)
