@@ -283,45 +283,6 @@ def _spearman_table(
     return sxy, x_sq
 
 
-@_jit
-def spearman_rows(
-    counts: NDArray[np.int64],
-    h_group: NDArray[np.int64],
-    n_h_groups: int,
-    x_orders: NDArray[np.int64],
-    x_last: NDArray[np.bool_],
-    x_levels: NDArray[np.int64],
-    out: NDArray[np.float64],
-) -> None:  # pragma: no cover - compiled
-    """Spearman's rho of M metrics with the human score per resample row (see _SpearmanKernel.resample).
-
-    ``x_orders[m]`` sorts metric m ascending (stable); ``x_last[m, k]`` marks the last sorted position of
-    each of its tie groups; ``x_levels[m, k]`` is the human tie group of that position's item. Doubled
-    midranks keep every sum an exact integer. A metric with few tie groups is summed from its cells of
-    (x group, human level) weights, filled in one pass over the items.
-    """
-    rows = counts.shape[0]
-    n_metrics = x_orders.shape[0]
-    weights = np.zeros(n_h_groups, dtype=np.int64)
-    ranks = np.zeros(n_h_groups, dtype=np.int64)
-    n_groups, cells = _x_tables(x_orders, x_last, x_levels, n_h_groups)
-    table = np.zeros(max(1, _largest(n_groups) * n_h_groups), dtype=np.int64)
-    for r in range(rows):
-        c = counts[r]
-        drawn, h_sq, _ = _human_ranks(c, h_group, weights, ranks)
-        centre = drawn * (drawn + 1) * (drawn + 1)
-        vh = float(h_sq - centre)
-        for m in range(n_metrics):
-            if n_groups[m]:
-                cells_m = table[: n_groups[m] * n_h_groups]
-                _fill_table(c, cells[m], cells_m)
-                sxy, x_sq = _spearman_table(cells_m, n_groups[m], ranks)
-            else:
-                sxy, x_sq = _spearman_scan(c, x_orders[m], x_last[m], x_levels[m], ranks)
-            vx = float(x_sq - centre)
-            out[r, m] = float(sxy - centre) / np.sqrt(vx * vh)
-
-
 # Up to this many distinct human values, Kendall's kernel keeps the weight below each value in a plain
 # prefix array (an O(1) query, an O(H) update per tie group); above it, a Fenwick tree (O(log H) each).
 _KENDALL_PREFIX_MAX_LEVELS = 64
@@ -462,7 +423,8 @@ def _concordance_fenwick(
 
 
 @_jit
-def kendall_rows(
+def _rank_rows(
+    kendall: bool,
     counts: NDArray[np.int64],
     h_group: NDArray[np.int64],
     n_h_groups: int,
@@ -471,13 +433,16 @@ def kendall_rows(
     x_levels: NDArray[np.int64],
     out: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """Kendall's tau-b of M metrics with the human score per resample row (see _KendallKernel.resample).
+    """Spearman's rho or Kendall's tau-b of M metrics with the human score per resample row.
 
-    Items are visited by ascending metric, a tie group at a time; the weight of the items of lower metric
-    value is kept per human level (prefix array, or a Fenwick tree when the human score has many distinct
-    values), so each item's concordant minus discordant weight is two lookups: O(n) per resample and
-    metric for few human levels, O(n log H) otherwise. A metric with few tie groups is counted from its
-    cells of (x group, human level) weights instead. Same arguments as spearman_rows.
+    ``x_orders[m]`` sorts metric m ascending (stable); ``x_last[m, k]`` marks the last sorted position of
+    each of its tie groups; ``x_levels[m, k]`` is the human tie group of that position's item. A metric
+    with few tie groups is counted from its cells of (x group, human level) weights, filled in one pass over
+    the items; the others are visited an item at a time in ascending x. Spearman: doubled midranks keep
+    every sum an exact integer. Kendall: the weight of the items of lower metric value is kept per human
+    level (prefix array, or a Fenwick tree when the human score has many distinct values), so each item's
+    concordant minus discordant weight is two lookups: O(n) per resample and metric for few human levels,
+    O(n log H) otherwise.
     """
     rows = counts.shape[0]
     n_metrics = x_orders.shape[0]
@@ -490,31 +455,57 @@ def kendall_rows(
     table = np.zeros(max(1, _largest(n_groups) * n_h_groups), dtype=np.int64)
     for r in range(rows):
         c = counts[r]
-        drawn, _, y_ties = _human_ranks(c, h_group, weights, ranks)
-        tot = float(drawn * (drawn - 1) // 2)
-        ytie = float(y_ties)
+        drawn, h_sq, y_ties = _human_ranks(c, h_group, weights, ranks)
         for m in range(n_metrics):
             if n_groups[m]:
                 cells_m = table[: n_groups[m] * n_h_groups]
                 _fill_table(c, cells[m], cells_m)
-                cmd, x_ties = _concordance_table(cells_m, n_groups[m], n_h_groups, cum)
+                if kendall:
+                    a, b = _concordance_table(cells_m, n_groups[m], n_h_groups, cum)
+                else:
+                    a, b = _spearman_table(cells_m, n_groups[m], ranks)
+            elif not kendall:
+                a, b = _spearman_scan(c, x_orders[m], x_last[m], x_levels[m], ranks)
             elif prefix:
-                cmd, x_ties = _concordance_prefix(
-                    c, x_orders[m], x_last[m], x_levels[m], n_h_groups, cum, group
-                )
+                a, b = _concordance_prefix(c, x_orders[m], x_last[m], x_levels[m], n_h_groups, cum, group)
             else:
-                cmd, x_ties = _concordance_fenwick(c, x_orders[m], x_last[m], x_levels[m], cum)
-            xtie = float(x_ties)
-            if xtie == tot or ytie == tot:
-                out[r, m] = np.nan
-                continue
-            # The numpy kernel's operation order (scipy.stats.kendalltau's): identical floats.
-            tau = float(cmd) / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
-            if tau > 1.0:
-                tau = 1.0
-            elif tau < -1.0:
-                tau = -1.0
-            out[r, m] = tau
+                a, b = _concordance_fenwick(c, x_orders[m], x_last[m], x_levels[m], cum)
+            out[r, m] = _tau_b(a, b, drawn, y_ties) if kendall else _rho(a, b, drawn, h_sq)
+
+
+@_jit
+def _rho(sxy: int, x_sq: int, drawn: int, h_sq: int) -> float:  # pragma: no cover - compiled
+    """Spearman's rho from the doubled-rank sums (the numpy kernel's operations)."""
+    centre = drawn * (drawn + 1) * (drawn + 1)
+    vh = float(h_sq - centre)
+    vx = float(x_sq - centre)
+    return float(float(sxy - centre) / np.sqrt(vx * vh))
+
+
+@_jit
+def _tau_b(cmd: int, x_ties: int, drawn: int, y_ties: int) -> float:  # pragma: no cover - compiled
+    """Kendall's tau-b in the numpy kernel's operation order (scipy.stats.kendalltau's): identical floats."""
+    tot = float(drawn * (drawn - 1) // 2)
+    xtie = float(x_ties)
+    ytie = float(y_ties)
+    if xtie == tot or ytie == tot:
+        return np.nan
+    tau = float(float(cmd) / np.sqrt(tot - xtie) / np.sqrt(tot - ytie))
+    return min(1.0, max(-1.0, tau))
+
+
+# Public entry points (services.stats threads them with in_threads): the arguments of _rank_rows before
+# ``kendall``, i.e. counts, h_group, n_h_groups, x_orders, x_last, x_levels, out.
+@_jit
+def spearman_rows(*args: Any) -> None:  # pragma: no cover - compiled
+    """Spearman's rho per resample row (see _SpearmanKernel.resample and _rank_rows)."""
+    _rank_rows(False, *args)
+
+
+@_jit
+def kendall_rows(*args: Any) -> None:  # pragma: no cover - compiled
+    """Kendall's tau-b per resample row (see _KendallKernel.resample and _rank_rows)."""
+    _rank_rows(True, *args)
 
 
 @_jit
