@@ -27,8 +27,11 @@ questions to the demo sentences (~0.68). This is a single cloud without topic cl
 
 Dense search paths, side by side on the same vectors and queries (timings interleaved query by query, so
 load from other processes hits every path alike): exact float32 (numpy, the path below the threshold),
-int8 exact scan + exact re-scoring (the path from RAGMETA_RETRIEVAL__DENSE_EXACT_BELOW chunks on), and, for
-the choice, faiss IVF-SQ8 (+ the same re-scoring) and HNSW (up to --hnsw-max chunks: its build is slow).
+the quantized index of the service (random rotation + 4-bit PQ fast scan) + exact re-scoring of k + rerank
+candidates (the path from RAGMETA_RETRIEVAL__DENSE_EXACT_BELOW chunks on), the int8 exhaustive scan it
+replaced (signed bytes under one scale, faiss QT_8bit_direct_signed, + the same re-scoring), and, for
+the choice, faiss RaBitQ fast scan, PQ without the rotation, IVF-SQ8 (+ the same re-scoring) and HNSW
+(up to --hnsw-max chunks: its build is slow).
 recall@5 = share of the exact top-5 chunks found in the path's top-5. Hybrid is measured the same way
 (BM25 + each dense path + RRF) against hybrid with exact dense search.
 """
@@ -57,9 +60,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from services.retrieval.bm25 import BM25Index  # noqa: E402
-from services.retrieval.dense import DenseIndex, DenseSearch, open_dense  # noqa: E402
+from services.retrieval.dense import DEFAULT_RERANK, DenseIndex, DenseSearch, open_dense  # noqa: E402
 from services.retrieval.fusion import HybridRetriever  # noqa: E402
-from services.retrieval.quantized import Int8Index  # noqa: E402
+from services.retrieval.quantized import QuantizedIndex, default_spec  # noqa: E402
 from services.retrieval.text import get_analyzer  # noqa: E402
 
 K = 5
@@ -364,11 +367,20 @@ class FaissPath:
 def alternatives(
     vectors: np.ndarray, dense: DenseIndex, args: argparse.Namespace
 ) -> list[tuple[str, FaissPath, float, float]]:
-    """IVF-SQ8 (nprobe sweep) and, up to --hnsw-max chunks, HNSW: (label, path, build s, index MiB)."""
+    """RaBitQ and PQ fast scans, IVF-SQ8 (nprobe sweep) and, up to --hnsw-max chunks, HNSW: (label, path,
+    build s, index MiB). The first two are built as the service builds its index (one thread)."""
     import faiss
 
     n, dim = vectors.shape
     out = []
+    sub = dim // 2 if dim % 2 == 0 else dim
+    for spec in (f"RR{dim},RaBitQfs", f"PQ{sub}x4fs"):
+        t0 = time.perf_counter()
+        flat = QuantizedIndex.build(vectors, spec=spec)
+        build_s = time.perf_counter() - t0
+        log(f"{n}: {spec} built in {build_s:.1f}s")
+        path = FaissPath(flat._index, dense, args.rerank)
+        out.append((f"{spec} + re-scoring", path, build_s, flat.nbytes / 2**20))
     faiss.omp_set_num_threads(2)  # builds use both cores; searches below run on one
     nlist = max(16, int(np.sqrt(n)))
     t0 = time.perf_counter()
@@ -406,66 +418,108 @@ class _with_params:  # reads as a function at the call sites
         return out
 
 
+def dense_paths(dim: int) -> dict[str, str | None]:
+    """Dense paths served through DenseIndex: name -> candidate index (None: exact search)."""
+    return {"exact": None, "quantized": default_spec(dim), "int8": "int8 direct (former)"}
+
+
+class FormerInt8:
+    """The int8 candidate index the quantized one replaced, as it was built and searched: one global scale
+    onto signed bytes, scanned exhaustively by faiss (``QT_8bit_direct_signed``), the query kept in float."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        import faiss
+
+        faiss.omp_set_num_threads(1)
+        peak = max(float(np.abs(vectors[lo : lo + 65_536]).max()) for lo in range(0, len(vectors), 65_536))
+        self.scale = np.float32(127.0 / peak)
+        self.index = faiss.IndexScalarQuantizer(
+            vectors.shape[1], faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT
+        )
+        for lo in range(0, len(vectors), 65_536):
+            codes = np.clip(np.rint(vectors[lo : lo + 65_536] * self.scale), -127, 127)
+            self.index.add(np.ascontiguousarray(codes, dtype=np.float32))
+        self.n_docs = int(self.index.ntotal)
+        self.nbytes = self.n_docs * vectors.shape[1]
+
+    def candidates(self, query: np.ndarray, n: int) -> np.ndarray:
+        _, ids = self.index.search(query.reshape(1, -1) * self.scale, min(n, self.n_docs))
+        out: np.ndarray = ids[0][ids[0] >= 0]
+        return out
+
+
 def run_dense(n: int, args: argparse.Namespace, bm25: BM25Index, queries: list[str]) -> dict[str, Any]:
     res: dict[str, Any] = {}
     t0 = time.perf_counter()
     vectors, qvecs, _, qcos = draw_vectors(n, len(queries), args.spectrum_file, args.seed)
     res["query_source_cos"] = qcos
     log(f"{n}: dense vectors drawn in {time.perf_counter() - t0:.1f}s (query-source cos {qcos:.2f})")
-    search = DenseSearch(exact_below=0, rerank=args.rerank)
+    specs = dense_paths(vectors.shape[1])
+    res["specs"] = specs
     with tempfile.TemporaryDirectory(prefix="ragmeta-bench-") as tmp:
         DenseIndex(vectors, assume_normalized=True, fingerprint="bench").save(tmp)
-        # Build: the exact path has nothing to build beyond the embeddings; the int8 path quantises them.
+        # Build: the exact path has nothing to build beyond the embeddings; the service's path trains and
+        # fills a faiss index (one thread, as the service does) and saves it.
         with PeakMemory() as mem:
             t0 = time.perf_counter()
-            Int8Index.build(vectors, fingerprint="int8-v1:bench").save(Path(tmp) / "int8")
+            QuantizedIndex.build(vectors).save(Path(tmp) / "quantized")
+            res["quantized_build_s"] = time.perf_counter() - t0
+        res["quantized_build_peak_mib"] = mem.mib
+        log(f"{n}: {specs['quantized']} built in {res['quantized_build_s']:.1f}s")
+        with PeakMemory() as mem:
+            t0 = time.perf_counter()
+            former = FormerInt8(vectors)
             res["int8_build_s"] = time.perf_counter() - t0
         res["int8_build_peak_mib"] = mem.mib
-        # Serving memory: what opening each path from disk adds to the process, and what 200 queries add.
+        # Serving memory: what opening each path from disk adds to the process, and what the queries add.
+        # The two paths with candidates share one memory map of the float32 rows.
+        mapped = DenseIndex.load(tmp, mmap=True).embeddings
         paths: dict[str, DenseIndex] = {}
-        for name, s in (("exact", DenseSearch(exact_below=n + 1)), ("int8", search)):
+        for name, spec in specs.items():
             _release_free_memory()
             before = rss_kib()
             t0 = time.perf_counter()
-            paths[name] = open_dense(tmp, s)
+            if spec is None:
+                paths[name] = open_dense(tmp, DenseSearch(exact_below=n + 1))
+            else:
+                paths[name] = DenseIndex(mapped, assume_normalized=True)
+                candidates = QuantizedIndex.load(Path(tmp) / name) if name == "quantized" else former
+                paths[name].quantized = candidates  # type: ignore[assignment]
+                paths[name].rerank = args.rerank
             res[f"{name}_open_s"] = time.perf_counter() - t0
             after = rss_kib()
             res[f"{name}_open_anon_mib"] = (after["RssAnon"] - before["RssAnon"]) / 1024
-            res[f"{name}_open_file_mib"] = (after["RssFile"] - before["RssFile"]) / 1024
-        exact, int8 = paths["exact"], paths["int8"]
-        res["exact_index_mib"] = exact.embeddings.nbytes / 2**20
-        res["int8_index_mib"] = int8.int8.nbytes / 2**20 if int8.int8 else 0.0
-        before = rss_kib()["RssFile"]
+            quantized = paths[name].quantized
+            res[f"{name}_index_mib"] = (
+                quantized.nbytes if quantized is not None else paths[name].embeddings.nbytes
+            ) / 2**20
+        file_before = rss_kib()["RssFile"]
         times, found = interleaved(
-            {
-                "dense_exact": lambda i: exact.search(qvecs[i], K),
-                "dense_int8": lambda i: int8.search(qvecs[i], K),
-            },
+            {f"dense_{name}": lambda i, d=dense: d.search(qvecs[i], K) for name, dense in paths.items()},
             len(queries),
         )
-        res["int8_queries_file_mib"] = (rss_kib()["RssFile"] - before) / 1024
+        res["queries_file_mib"] = (rss_kib()["RssFile"] - file_before) / 1024
         for name, ms in times.items():
             res[f"{name}_p50_ms"], res[f"{name}_p95_ms"] = pct(ms, 50), pct(ms, 95)
-        res["dense_int8_recall5"] = recall_at(found["dense_int8"], found["dense_exact"])
+            res[f"{name}_recall5"] = recall_at(found[name], found["dense_exact"])
         truth = found["dense_exact"]
 
-        hybrid_exact = HybridRetriever(bm25, exact)
-        hybrid_int8 = HybridRetriever(bm25, int8)
+        hybrids = {name: HybridRetriever(bm25, dense) for name, dense in paths.items()}
         times, found = interleaved(
             {
-                "hybrid_exact": lambda i: hybrid_exact.retrieve(queries[i], K, query_vector=qvecs[i]),
-                "hybrid_int8": lambda i: hybrid_int8.retrieve(queries[i], K, query_vector=qvecs[i]),
+                f"hybrid_{name}": lambda i, h=hybrid: h.retrieve(queries[i], K, query_vector=qvecs[i])
+                for name, hybrid in hybrids.items()
             },
             len(queries),
         )
         for name, ms in times.items():
             res[f"{name}_p50_ms"], res[f"{name}_p95_ms"] = pct(ms, 50), pct(ms, 95)
-        res["hybrid_int8_recall5"] = recall_at(found["hybrid_int8"], found["hybrid_exact"])
-        res["hybrid_candidates"] = hybrid_exact.candidates
+            res[f"{name}_recall5"] = recall_at(found[name], found["hybrid_exact"])
+        res["hybrid_candidates"] = hybrids["exact"].candidates
 
         others = []
         if args.compare:
-            for label_, path, build_s, mib in alternatives(vectors, exact, args):
+            for label_, path, build_s, mib in alternatives(vectors, paths["exact"], args):
                 times, got = interleaved({"p": lambda i, p=path: p(qvecs[i], K)}, len(queries))
                 others.append(
                     {
@@ -551,6 +605,25 @@ def demo_sentences(limit: int | None = None) -> tuple[list[str], list[str]]:
     return sentences[:limit], questions
 
 
+def encode_interleaved(
+    encoders: dict[str, Any], texts: list[str], batch_size: int
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Each encoder's vectors of ``texts`` and its seconds spent encoding them.
+
+    Every encoder encodes batch i before any encodes batch i + 1, so load from other processes hits them
+    alike.
+    """
+    seconds = dict.fromkeys(encoders, 0.0)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in encoders}
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
+        for name, encode in encoders.items():
+            t0 = time.perf_counter()
+            parts[name].append(encode(batch))
+            seconds[name] += time.perf_counter() - t0
+    return {name: np.vstack(p) for name, p in parts.items()}, seconds
+
+
 def run_encoding(args: argparse.Namespace) -> dict[str, Any]:
     """Encoding throughput and agreement of each backend with torch, measured batch by batch in turn."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -577,30 +650,14 @@ def run_encoding(args: argparse.Namespace) -> dict[str, Any]:
         encoders[name](["warm-up"])
         load_s[name] = time.perf_counter() - t0  # includes the ONNX export when it is not cached yet
 
-    # Interleaved: every backend encodes batch i before any encodes batch i + 1, so load from other
-    # processes hits them alike.
-    seconds = dict.fromkeys(backends, 0.0)
-    vectors: dict[str, list[np.ndarray]] = {name: [] for name in backends}
-    for start in range(0, len(texts), args.batch_size):
-        batch = texts[start : start + args.batch_size]
-        for name in backends:
-            t0 = time.perf_counter()
-            vectors[name].append(encoders[name](batch))
-            seconds[name] += time.perf_counter() - t0
-    ref = np.vstack(vectors[backends[0]])
+    vectors, seconds = encode_interleaved(encoders, texts, args.batch_size)
+    ref = vectors[backends[0]]
     # Retrieval agreement on real text: the demo's sentences as the corpus, its questions as queries.
     sentences, questions = demo_sentences()
-    corpus_s = dict.fromkeys(backends, 0.0)
-    corpus_vecs: dict[str, list[np.ndarray]] = {name: [] for name in backends}
-    for start in range(0, len(sentences), args.batch_size):
-        batch = sentences[start : start + args.batch_size]
-        for name in backends:
-            t0 = time.perf_counter()
-            corpus_vecs[name].append(encoders[name](batch))
-            corpus_s[name] += time.perf_counter() - t0
+    corpus_vecs, corpus_s = encode_interleaved(encoders, sentences, args.batch_size)
     top5 = {}
     for name in backends:
-        scores = encoders[name](questions) @ np.vstack(corpus_vecs[name]).T
+        scores = encoders[name](questions) @ corpus_vecs[name].T
         top5[name] = np.argsort(-scores, axis=1, kind="stable")[:, :K]
     single = {name: [] for name in backends}  # type: dict[str, list[float]]
     for i in range(30):
@@ -618,10 +675,10 @@ def run_encoding(args: argparse.Namespace) -> dict[str, Any]:
         "questions": len(questions),
         "backends": {},
     }
-    ref_corpus = np.vstack(corpus_vecs[backends[0]])
+    ref_corpus = corpus_vecs[backends[0]]
     for name in backends:
-        cos = np.sum(np.vstack(vectors[name]) * ref, axis=1)
-        cos_corpus = np.sum(np.vstack(corpus_vecs[name]) * ref_corpus, axis=1)
+        cos = np.sum(vectors[name] * ref, axis=1)
+        cos_corpus = np.sum(corpus_vecs[name] * ref_corpus, axis=1)
         hits = [len(set(a) & set(b)) for a, b in zip(top5[name], top5[backends[0]], strict=True)]
         out["backends"][name] = {
             "model_load_s": load_s[name],
@@ -749,49 +806,57 @@ def print_report(sizes: list[dict[str, Any]], encoding: dict[str, Any] | None, l
 
 
 def print_dense(sizes: list[dict[str, Any]]) -> None:
+    rerank = sizes[0].get("rerank", "?")
+    specs = sizes[0]["specs"]
     print(
-        "\nDense and hybrid search: exact float32 (today's path, kept below the threshold) vs int8 scan +"
-        f" exact re-scoring of k + {sizes[0].get('rerank', '?')} candidates, timings interleaved query by"
-        " query. recall@5 = share of the exact path's top-5 found (hybrid: vs hybrid with exact dense).\n"
+        "\nDense and hybrid search, side by side: exact float32 (the path below the threshold), the quantized"
+        f" index ({specs['quantized']}, the path from the threshold on) and the int8 scan it replaced"
+        f" (faiss QT_8bit_direct_signed), each + exact re-scoring of k + {rerank} candidates; timings"
+        " interleaved query by query. recall@5 = share of the exact path's top-5 found (hybrid: vs hybrid"
+        " with exact dense). Speed-up = exact p50 / path p50.\n"
     )
     header = (
-        "| chunks | dense exact p50/p95 ms | dense int8 p50/p95 ms | ratio p50 | dense recall@5 |"
-        " hybrid exact p50/p95 ms | hybrid int8 p50/p95 ms | ratio p50 | hybrid recall@5 |"
+        "| chunks | path | dense p50/p95 ms | dense recall@5 | hybrid p50/p95 ms | hybrid recall@5"
+        " | hybrid speed-up |"
     )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for r in sizes:
-        print(
-            f"| {label(r['chunks'])} | {r['dense_exact_p50_ms']:.2f} / {r['dense_exact_p95_ms']:.2f} |"
-            f" {r['dense_int8_p50_ms']:.2f} / {r['dense_int8_p95_ms']:.2f} |"
-            f" {r['dense_exact_p50_ms'] / r['dense_int8_p50_ms']:.1f}x | {r['dense_int8_recall5']:.4f} |"
-            f" {r['hybrid_exact_p50_ms']:.2f} / {r['hybrid_exact_p95_ms']:.2f} |"
-            f" {r['hybrid_int8_p50_ms']:.2f} / {r['hybrid_int8_p95_ms']:.2f} |"
-            f" {r['hybrid_exact_p50_ms'] / r['hybrid_int8_p50_ms']:.1f}x | {r['hybrid_int8_recall5']:.4f} |"
-        )
+        for name in r["specs"]:
+            d, h = f"dense_{name}", f"hybrid_{name}"
+            print(
+                f"| {label(r['chunks'])} | {name} | {r[d + '_p50_ms']:.2f} / {r[d + '_p95_ms']:.2f} |"
+                f" {r[d + '_recall5']:.4f} | {r[h + '_p50_ms']:.2f} / {r[h + '_p95_ms']:.2f} |"
+                f" {r[h + '_recall5']:.4f} | {r['hybrid_exact_p50_ms'] / r[h + '_p50_ms']:.1f}x |"
+            )
     print(
-        "\nBuild and memory. Exact: nothing to build beyond the embeddings, all of them resident. int8:"
-        " quantise + save; resident = what opening it adds (anonymous memory). The float32 rows stay"
-        " memory-mapped: the last column is the file pages the queries' re-scoring mapped into the process"
-        " (the kernel maps up to 64 KiB around each touched row, so random rows map most of the file). They"
-        " are page cache: reclaimable and shared by every process serving the index, not a per-process copy;"
-        " a cold cache costs one disk read per re-scored row.\n"
+        "\nBuild and memory. Exact: nothing to build beyond the embeddings, all of them resident. Others:"
+        " train + fill (+ save for the service's path), one thread (peak = resident high-water mark of the"
+        " build); resident = what opening it adds (anonymous memory; the former int8 index is kept from its"
+        " build, so its open time is 0). The float32 rows stay memory-mapped: the last column is the file"
+        " pages both paths' re-scoring mapped into the process (the kernel maps up to 64 KiB around each"
+        " touched row, so random rows map most of the file). They are page cache: reclaimable and shared by"
+        " every process serving the index, not a per-process copy; a cold cache costs one disk read per"
+        " re-scored row.\n"
     )
     header = (
-        "| chunks | index MiB exact / int8 (ratio) | int8 build s (peak MiB) | open s exact / int8 |"
-        " resident after open MiB exact / int8 | float32 file pages mapped by the queries MiB |"
+        "| chunks | path | index MiB | build s (peak MiB) | open s | resident after open MiB"
+        " | float32 file pages mapped by the queries MiB |"
     )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for r in sizes:
-        print(
-            f"| {label(r['chunks'])} | {r['exact_index_mib']:.0f} / {r['int8_index_mib']:.0f}"
-            f" ({r['exact_index_mib'] / max(r['int8_index_mib'], 1e-9):.1f}x) |"
-            f" {r['int8_build_s']:.2f} ({r['int8_build_peak_mib']:.0f}) |"
-            f" {r['exact_open_s']:.2f} / {r['int8_open_s']:.2f} |"
-            f" {r['exact_open_anon_mib']:.0f} / {r['int8_open_anon_mib']:.0f} |"
-            f" {r['int8_queries_file_mib']:.0f} |"
-        )
+        for name in r["specs"]:
+            build = (
+                f"{r[name + '_build_s']:.2f} ({r[name + '_build_peak_mib']:.0f})"
+                if name + "_build_s" in r
+                else "none"
+            )
+            print(
+                f"| {label(r['chunks'])} | {name} | {r[name + '_index_mib']:.0f} | {build} |"
+                f" {r[name + '_open_s']:.2f} | {r[name + '_open_anon_mib']:.0f} |"
+                f" {r['queries_file_mib']:.0f} |"
+            )
     rows = [(r, a) for r in sizes for a in r.get("alternatives", [])]
     if rows:
         print("\nOther candidate indexes (faiss), on the same vectors and queries, for the choice:\n")
@@ -841,7 +906,9 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the raw results to this file")
-    parser.add_argument("--rerank", type=int, default=100, help="int8 candidates re-scored beyond k")
+    parser.add_argument(
+        "--rerank", type=int, default=DEFAULT_RERANK, help="candidates re-scored beyond k (service default)"
+    )
     parser.add_argument("--nprobe", default="16,64", help="IVF nprobe values compared")
     parser.add_argument("--hnsw-max", default="100k", help="largest size at which HNSW is built")
     parser.add_argument("--no-compare", dest="compare", action="store_false", help="skip IVF/HNSW")

@@ -87,10 +87,11 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = 60
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
-    # Dense search is exact below this many chunks; from it on an int8 copy of the embeddings gives candidates
-    # (k + dense_rerank of them) that are re-scored exactly (bench/retrieval.py: recall@5 1.0 at 1M chunks).
+    # Dense search is exact below this many chunks; from it on a 4-bit product-quantised copy of the
+    # embeddings gives candidates (k + dense_rerank of them) that are re-scored exactly (bench/retrieval.py
+    # measures recall@5 against exact search at 1M chunks).
     dense_exact_below: int = Field(default=100_000, ge=0)
-    dense_rerank: int = Field(default=100, ge=0)
+    dense_rerank: int = Field(default=300, ge=0)
 
 
 class JobSettings(BaseModel):

@@ -33,7 +33,7 @@ from .extractive import (
     i_dont_know,
 )
 from .fusion import HybridRetriever, Mode, reciprocal_rank_fusion, retrieve
-from .quantized import Int8Index
+from .quantized import QuantizedIndex
 from .results import ScoredChunk, corpus_fingerprint, top_k
 from .segment import WORD_RE, count_words, sentence_spans, word_spans
 from .text import ANALYZER_VERSION, Analyzer, analyzer_for, fold_accents, get_analyzer, normalize_language
@@ -54,9 +54,9 @@ __all__ = [
     "Encoder",
     "ExtractiveAnswer",
     "HybridRetriever",
-    "Int8Index",
     "Mode",
     "Page",
+    "QuantizedIndex",
     "ScoredChunk",
     "SelectedSentence",
     "SentenceTransformerEncoder",

@@ -1,9 +1,9 @@
 """Dense retrieval: sentence-transformers embeddings and cosine top-k.
 
-Small corpora are searched exactly with numpy. From :attr:`DenseSearch.exact_below` chunks on, an int8 copy
-of the embeddings (:class:`~services.retrieval.quantized.Int8Index`) is scanned for candidates and the
-candidates are re-scored with the float32 embeddings, which then stay on disk (memory-mapped) instead of in
-memory.
+Small corpora are searched exactly with numpy. From :attr:`DenseSearch.exact_below` chunks on, a 4-bit
+product-quantised copy of the embeddings (:class:`~services.retrieval.quantized.QuantizedIndex`) is scanned
+for candidates and the candidates are re-scored with the float32 embeddings, which then stay on disk
+(memory-mapped) instead of in memory.
 
 Importing this module does not import torch, sentence-transformers or faiss: the model is loaded on the
 first encoding call, so the web application starts fast and BM25-only deployments never pay for
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from numpy.typing import NDArray
 from ..offline import apply_offline_env
 from . import backends
 from .files import write_json_atomic
-from .quantized import Int8Index, int8_fingerprint
+from .quantized import QuantizedIndex, default_spec, quantized_fingerprint
 from .results import ScoredChunk, corpus_fingerprint, scored, top_k
 
 if TYPE_CHECKING:
@@ -55,26 +56,28 @@ FORMAT_VERSION = 1
 _EMBEDDINGS_FILE = "embeddings.npy"
 _META_FILE = "dense.json"
 DEFAULT_BATCH_SIZE = 64
-_INT8_DIR = "int8"
+_QUANTIZED_DIR = "quantized"
+# Where the int8 copy of earlier versions lived; removed when the quantized copy is saved.
+_LEGACY_INT8_DIR = "int8"
 DEFAULT_EXACT_BELOW = 100_000
-DEFAULT_RERANK = 100
+DEFAULT_RERANK = 300
 
 
 @dataclass(frozen=True, slots=True)
 class DenseSearch:
     """How a dense index is searched.
 
-    Below ``exact_below`` chunks: exact float32 search. From there on: int8 candidates (``k + rerank`` of
-    them) re-scored exactly. bench/retrieval.py measured recall@5 = 1.0 against exact search at 1M chunks
-    with ``rerank=100``; at 100k chunks exact search takes a few milliseconds, so the threshold is a memory
-    rather than a latency choice.
+    Below ``exact_below`` chunks: exact float32 search. From there on: candidates from the quantized copy
+    (``k + rerank`` of them) re-scored exactly. bench/retrieval.py measures recall@5 against exact search
+    at 1M chunks for the default ``rerank``; at 100k chunks exact search takes a few milliseconds, so the
+    threshold is a memory rather than a latency choice.
     """
 
     exact_below: int = DEFAULT_EXACT_BELOW
     rerank: int = DEFAULT_RERANK
 
-    def uses_int8(self, n_docs: int) -> bool:
-        """Whether an index of ``n_docs`` chunks is searched through its int8 copy."""
+    def uses_quantized(self, n_docs: int) -> bool:
+        """Whether an index of ``n_docs`` chunks is searched through its quantized copy."""
         return n_docs >= self.exact_below
 
 
@@ -257,7 +260,7 @@ class DenseIndex:
         self.cache_dir: Path | None = None
         self.threads: int | None = None
         self._encoder: Encoder | None = None
-        self.int8: Int8Index | None = None
+        self.quantized: QuantizedIndex | None = None
         self.rerank = DEFAULT_RERANK
 
     @classmethod
@@ -300,17 +303,17 @@ class DenseIndex:
         query = normalize_rows(np.asarray(query_vector).reshape(-1))
         if query.shape[0] != self.dimension:
             raise ValueError(f"query has dimension {query.shape[0]}, index has {self.dimension}")
-        if self.int8 is not None:
-            return self._search_int8(query, k)
+        if self.quantized is not None:
+            return self._search_quantized(query, k)
         # einsum streams the rows once; on 2 CPUs it was ~2x faster than OpenBLAS's threaded sgemv,
         # which matters because exact search is memory-bandwidth bound (1.5 GB at 1M x 384).
         scores = np.einsum("ij,j->i", self.embeddings, query)
         return scored(top_k(scores, k), scores)
 
-    def _search_int8(self, query: NDArray[np.float32], k: int) -> list[ScoredChunk]:
-        assert self.int8 is not None
+    def _search_quantized(self, query: NDArray[np.float32], k: int) -> list[ScoredChunk]:
+        assert self.quantized is not None
         # Ascending ids read a memory-mapped matrix front to back; the ranking below restores the order.
-        ids = np.sort(self.int8.candidates(query, k + self.rerank))
+        ids = np.sort(self.quantized.candidates(query, k + self.rerank))
         # Same einsum as the exact path, so a chunk gets the same score whichever path found it.
         exact = np.einsum("ij,j->i", self.embeddings[ids], query)
         best = top_k(exact, k)  # ties: lower position = lower chunk id, as in the exact path
@@ -318,27 +321,28 @@ class DenseIndex:
             ScoredChunk(int(ids[i]), float(exact[i]), rank) for rank, i in enumerate(best.tolist(), start=1)
         ]
 
-    def attach_int8(
+    def attach_quantized(
         self, directory: str | os.PathLike[str] | None = None, *, rerank: int = DEFAULT_RERANK
-    ) -> Int8Index:
-        """Search through an int8 copy from now on, re-scoring ``k + rerank`` candidates exactly.
+    ) -> QuantizedIndex:
+        """Search through a quantized copy from now on, re-scoring ``k + rerank`` candidates exactly.
 
-        The copy is loaded from ``directory`` when it was made from this index (same fingerprint), else
-        built from the embeddings and, when ``directory`` is given, saved there (``OSError`` if that fails).
+        The copy is loaded from ``directory`` when it was made from this index (same fingerprint and
+        index kind), else built from the embeddings and, when ``directory`` is given, saved there
+        (``OSError`` if that fails).
         """
-        expected = int8_fingerprint(self.fingerprint)
-        int8 = None
+        expected = quantized_fingerprint(self.fingerprint, default_spec(self.dimension))
+        quantized = None
         if directory is not None:
             try:
-                int8 = Int8Index.load(directory)
+                quantized = QuantizedIndex.load(directory)
             except (OSError, ValueError, KeyError):
-                int8 = None
-        if int8 is None or int8.fingerprint != expected or int8.n_docs != self.n_docs:
-            int8 = Int8Index.build(self.embeddings, fingerprint=expected)
+                quantized = None
+        if quantized is None or quantized.fingerprint != expected or quantized.n_docs != self.n_docs:
+            quantized = QuantizedIndex.build(self.embeddings, fingerprint=expected)
             if directory is not None:
-                int8.save(directory)
-        self.int8, self.rerank = int8, rerank
-        return int8
+                quantized.save(directory)
+        self.quantized, self.rerank = quantized, rerank
+        return quantized
 
     def encoder(self) -> Encoder:
         """Encoder for queries: the one used to build, else one for :attr:`model_path` and :attr:`backend`
@@ -407,7 +411,7 @@ def load_or_build_dense(
 ) -> DenseIndex:
     """Load the index in ``directory`` if its fingerprint matches ``texts`` and the model, else rebuild.
 
-    A missing, unreadable or stale index is rebuilt and saved, and so is its int8 copy when ``search``
+    A missing, unreadable or stale index is rebuilt and saved, and so is its quantized copy when ``search``
     uses one for this many chunks; raises ``OSError`` if saving fails.
     """
     enc = encoder or SentenceTransformerEncoder(model_path, batch_size=batch_size)
@@ -420,9 +424,14 @@ def load_or_build_dense(
         index = DenseIndex.build(texts, encoder=enc)
         index.save(directory)
     index._encoder = enc
-    if search.uses_int8(index.n_docs):
-        index.attach_int8(Path(directory) / _INT8_DIR, rerank=search.rerank)
+    if search.uses_quantized(index.n_docs):
+        _attach(index, directory, search)
     return index
+
+
+def _attach(index: DenseIndex, directory: str | os.PathLike[str], search: DenseSearch) -> None:
+    index.attach_quantized(Path(directory) / _QUANTIZED_DIR, rerank=search.rerank)
+    shutil.rmtree(Path(directory) / _LEGACY_INT8_DIR, ignore_errors=True)
 
 
 def open_dense(
@@ -435,16 +444,16 @@ def open_dense(
     """Open the index saved in ``directory`` for searching as ``search`` says.
 
     Below the threshold the embeddings are read into memory; from it on they stay memory-mapped (only the
-    re-scored rows are read) and the int8 copy is loaded, or built and saved if missing or stale.
+    re-scored rows are read) and the quantized copy is loaded, or built and saved if missing or stale.
     Queries are encoded by the index's model and backend, ONNX exports looked up in ``cache_dir``
     (default :func:`default_cache_dir`), with ``threads`` (see :class:`SentenceTransformerEncoder`).
-    Raises what :meth:`DenseIndex.load` raises, and ``OSError`` if saving the int8 copy fails.
+    Raises what :meth:`DenseIndex.load` raises, and ``OSError`` if saving the quantized copy fails.
     """
     index = DenseIndex.load(directory, mmap=True)
     index.cache_dir = Path(cache_dir) if cache_dir is not None else None
     index.threads = threads
-    if search.uses_int8(index.n_docs):
-        index.attach_int8(Path(directory) / _INT8_DIR, rerank=search.rerank)
+    if search.uses_quantized(index.n_docs):
+        _attach(index, directory, search)
     else:
         index.embeddings = np.array(index.embeddings)
     return index

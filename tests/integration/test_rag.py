@@ -122,17 +122,17 @@ def test_retrieval_finds_the_passage_for_most_questions(client: TestClient, mode
     assert share >= {"hybrid": 0.7, "bm25": 0.6, "dense": 0.5}[mode]
 
 
-def test_int8_dense_search_in_the_service_returns_the_exact_results(
+def test_quantized_dense_search_in_the_service_returns_the_exact_results(
     settings: Settings, engine: Any, index_home: Path
 ) -> None:
-    # dense_exact_below=0 sends even the demo's small corpus through the int8 index and re-scoring.
-    int8_settings = settings.model_copy(deep=True, update={"data_dir": index_home})
-    int8_settings.retrieval.dense_exact_below = 0
+    # dense_exact_below=0 sends even the demo's small corpus through the quantized index and re-scoring.
+    quantized_settings = settings.model_copy(deep=True, update={"data_dir": index_home})
+    quantized_settings.retrieval.dense_exact_below = 0
     exact_settings = settings.model_copy(update={"data_dir": index_home})
     questions = [json.loads(x)["question"] for x in (DEMO / "questions.jsonl").read_text().splitlines()]
     results = []
     ds = 0
-    for s in (int8_settings, exact_settings):
+    for s in (quantized_settings, exact_settings):
         with admin_client(create_app(s)) as c:
             ds = ds or indexed(c)
             results.append(
@@ -142,7 +142,7 @@ def test_int8_dense_search_in_the_service_returns_the_exact_results(
                     for mode in ("dense", "hybrid")
                 ]
             )
-    assert (index_home / "indexes" / str(ds) / "dense" / "int8" / "int8.faiss").is_file()
+    assert (index_home / "indexes" / str(ds) / "dense" / "quantized" / "index.faiss").is_file()
     assert results[0] == results[1]
 
 
