@@ -14,10 +14,10 @@ with the human score, as the report's comparison with the best metric shows it: 
 Fisher limits for Pearson, on the Fieller limits for Spearman and Kendall) and the paired BCa bootstrap.
 
 Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
-ROC AUC interval (BCa) against the population AUC, and the kappa and accuracy intervals (percentile, the
-threshold re-chosen in every resample) against kappa and accuracy at the population's Youden threshold;
-"shifted": a candidate, the same percentile interval shifted down by the bootstrap estimate of the
-threshold's optimism (shifted_interval; not in the service).
+ROC AUC interval (BCa) against the population AUC; the held-out figures (Youden's J, kappa, accuracy,
+precision, recall: each half of the questions judged at the Youden threshold of the other half, jackknife-t
+interval leaving one question out) against the population figures of that cross-fitted decision (each
+half's threshold applied to the population, weighted by the half's size).
 
 Jackknife-t ("jack-t", the report's coefficient interval on pooled runs): tanh(atanh r -+ t_{G-1} se), se
 the jackknife SE of atanh r leaving out one question (all its outputs) at a time, G the questions; on
@@ -171,6 +171,7 @@ def confusion_figures(tp: Array, fp: Array, fn: Array, tn: Array) -> dict[str, A
     expected = p_pass * p_pred + (1 - p_pass) * (1 - p_pred)
     with np.errstate(invalid="ignore", divide="ignore"):
         return {
+            "youden_j": tp / (tp + fn) - fp / (fp + tn),
             "kappa": (accuracy - expected) / (1 - expected),
             "accuracy": accuracy,
             "precision": tp / (tp + fp),
@@ -190,13 +191,22 @@ def crossfit_truth(rho: float, thresholds: list[float], weights: list[float]) ->
     return {k: float(v) for k, v in out.items()}
 
 
+_HELD_OUT_MEMO: dict[tuple[bytes, bytes, int, bool], stats.PassFailResult] = {}
+
+
 def crossfit_interval(
     x: Array, h: Array, rho: float, figure: str, resamples: int, seed: int, clusters: NDArray[np.int64] | None
 ) -> tuple[float | None, float | None, float]:
     """The service's held-out figure (threshold chosen on one random half of the questions, the figure on
-    the other half, swapped; percentile interval resampling questions with the decisions fixed), and the
+    the other half, swapped; jackknife-t interval leaving one question out, the decisions fixed), and the
     population figure of that cross-fitted decision: the truth it should cover."""
-    res = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=seed, clusters=clusters)
+    # The held-out intervals need no resamples (jackknife); one call serves the five figures.
+    key = (x.tobytes(), h.tobytes(), seed, clusters is None)
+    if key not in _HELD_OUT_MEMO:
+        if len(_HELD_OUT_MEMO) > 5000:
+            _HELD_OUT_MEMO.clear()
+        _HELD_OUT_MEMO[key] = stats.pass_fail(x, h, PASS_AT, n_resamples=0, seed=seed, clusters=clusters)
+    res = _HELD_OUT_MEMO[key]
     if res.held_out_thresholds is None:
         return None, None, math.nan
     units = stats._units(clusters, np.ones(x.size, dtype=bool))
@@ -240,59 +250,6 @@ def _analytic(x: Array, h: Array, method: str, interval: str) -> tuple[float | N
     else:
         res = stats.kendall(x, h, ci="fieller" if interval == "fieller" else "fieller-ties")
     return res.ci_low, res.ci_high
-
-
-class _WithOptimism:
-    """The pass/fail resample kernel, plus kappa and accuracy of each resample's threshold on the data."""
-
-    def __init__(self, score: Array, passed: NDArray[np.bool_]) -> None:
-        self.inner = stats._PassFailKernel(score, passed)
-        self.n_stats = self.inner.n_stats + 2
-        values = self.inner.values
-        # Passes and fails at or above each distinct value (predict pass at or above it), on the data.
-        self.tp = np.array([np.sum(passed & (score >= v)) for v in values], dtype=np.float64)
-        self.fp = np.array([np.sum(~passed & (score >= v)) for v in values], dtype=np.float64)
-        self.p, self.n = float(passed.sum()), float((~passed).sum())
-
-    def resample(self, counts: NDArray[np.int64]) -> Array:
-        v = self.inner.resample(counts)
-        ok = np.isfinite(v[:, 1])
-        g = np.searchsorted(self.inner.values, np.where(ok, v[:, 1], self.inner.values[0]))
-        tp, fp = self.tp[g], self.fp[g]
-        total = self.p + self.n
-        accuracy = (tp + self.n - fp) / total
-        expected = ((tp + fp) * self.p + (total - tp - fp) * self.n) / total**2
-        kappa = (accuracy - expected) / (1 - expected)
-        extra = np.column_stack([kappa, accuracy])
-        extra[~ok] = np.nan
-        return np.hstack([v, extra])
-
-    def exact(self, idx: NDArray[np.int64], j: int) -> float:
-        counts = np.bincount(idx, minlength=self.inner.passed.size)[None, :].astype(np.int64)
-        return float(self.resample(counts)[0, j])
-
-
-def shifted_interval(
-    x: Array, h: Array, figure: str, resamples: int, seed: int, clusters: NDArray[np.int64] | None
-) -> tuple[float | None, float | None]:
-    """Candidate for kappa / accuracy at the data-chosen threshold: the percentile interval of the
-    re-chosen-threshold bootstrap, shifted down by the bootstrap estimate of the optimism (Efron's
-    optimism: mean over resamples of the figure on the resample minus the same threshold's figure on the
-    data). Not in the service yet: measured here."""
-    passed = h >= PASS_AT
-    if passed.sum() < 2 or (~passed).sum() < 2:
-        return None, None
-    kernel = _WithOptimism(x, passed)
-    units = stats._units(clusters, np.ones(x.size, dtype=bool))
-    tb = stats._bootstrap_distribution(kernel, units, resamples, seed, stats._DEFAULT_CHUNK_ELEMENTS)  # type: ignore[arg-type]
-    col = {"kappa": 3, "accuracy": 4}[figure]
-    own, on_data = tb[col], tb[7 + col - 3]
-    ok = np.isfinite(own) & np.isfinite(on_data)
-    if ok.sum() < 0.95 * resamples:
-        return None, None
-    optimism = float(np.mean(own[ok] - on_data[ok]))
-    low, high = np.quantile(own[ok], [0.025, 0.975])
-    return float(low) - optimism, float(high) - optimism
 
 
 def jackknife_t_interval(
@@ -367,8 +324,6 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
         high: float | None
         if cell.scenario.startswith("passfail") and cell.interval.startswith("held-out"):
             low, high, target = crossfit_interval(x, h, cell.rho, cell.method, resamples, rep, clusters)
-        elif cell.scenario.startswith("passfail") and cell.interval.startswith("shifted"):
-            low, high = shifted_interval(x, h, cell.method, resamples, rep, clusters)
         elif cell.scenario.startswith("passfail"):
             pf = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=rep, clusters=clusters)
             figure = getattr(pf, cell.method)
@@ -451,26 +406,17 @@ def cells(args: argparse.Namespace) -> list[Cell]:
             out.append(Cell("differences-pooled", n, 0.0, method, "zou-jack-by-q", args.replicates))
     if "passfail" in args.only:
         for n in SIZES:
-            for rho in RHOS[1:]:
+            for rho in RHOS:
                 out.append(Cell("passfail", n, rho, "auc", "bca", args.boot_replicates))
-                out += [Cell("passfail", n, rho, f, "percentile", args.boot_replicates) for f in KAPPA_ACC]
-                out += [Cell("passfail", n, rho, f, "shifted", args.boot_replicates) for f in KAPPA_ACC]
-                out += [Cell("passfail", n, rho, f, "percentile", args.boot_replicates) for f in THRESHOLD]
-        for rho in RHOS[1:]:
+                out += [Cell("passfail", n, rho, f, "held-out", args.replicates) for f in HELD_OUT]
+        for rho in RHOS:
             n = 2 * POOLED_QUESTIONS
             out.append(Cell("passfail-pooled", n, rho, "auc", "bca-by-question", args.boot_replicates))
-            out += [
-                Cell("passfail-pooled", n, rho, f, "pct-by-question", args.boot_replicates) for f in KAPPA_ACC
-            ]
-            out += [
-                Cell("passfail-pooled", n, rho, f, "shifted-by-q", args.boot_replicates) for f in KAPPA_ACC
-            ]
+            out += [Cell("passfail-pooled", n, rho, f, "held-out-by-q", args.replicates) for f in HELD_OUT]
     return out
 
 
-KAPPA_ACC = ("kappa", "accuracy")
-CONFUSION = ("kappa", "accuracy", "precision", "recall")
-THRESHOLD = ("threshold", "youden_j")
+HELD_OUT = stats.HELD_OUT_FIGURES
 
 
 def _fmt(cell: Cell, hits: int, defined: int, width: float) -> str:

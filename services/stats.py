@@ -37,6 +37,7 @@ CiChoice = Literal["analytic", "bca", "percentile", "jackknife"]
 AlphaLevel = Literal["ordinal", "interval", "nominal"]
 
 __all__ = [
+    "HELD_OUT_FIGURES",
     "PASS_FAIL_FIGURES",
     "AgreementResult",
     "AlphaResult",
@@ -2121,7 +2122,7 @@ class Interval:
     estimate: float | None
     ci_low: float | None
     ci_high: float | None
-    ci_method: BootstrapKind | None
+    ci_method: str | None  # bca, percentile or jackknife-t
     undefined_reason: str | None = None
     n_resamples_undefined: int = 0
 
@@ -2131,9 +2132,19 @@ class PassFailResult:
     """How well a metric's pass/fail decision agrees with the binarised human reference (STATS.md §9).
 
     ``threshold`` is the metric value maximising Youden's J on the data (pass when the metric is at or above
-    it, or at or below it for a lower-is-better metric). ``confusion`` is scikit-learn's layout
-    [[TN, FP], [FN, TP]] with "pass" as the positive class. Intervals resample items (or whole clusters)
-    and choose the threshold again inside every resample, so they include the threshold's own variability.
+    it, or at or below it for a lower-is-better metric); ``confusion`` is scikit-learn's matrix there, in
+    its layout [[TN, FP], [FN, TP]] with "pass" as the positive class. AUC has a BCa interval resampling
+    items (or whole clusters). The threshold has no interval: the bootstrap of a cut point chosen on the
+    data does not hold its coverage (bench/coverage.py); ``held_out_thresholds`` show how it moves.
+
+    ``youden_j``, ``kappa``, ``accuracy``, ``precision`` and ``recall`` are held out (cross-fitting): the
+    questions are split in two halves at random (``seed``; stratified by pass), each half is judged at the
+    Youden threshold of the other half (``held_out_thresholds``), and the figures come from the pooled
+    decisions (``confusion_held_out``), so no output is judged by a threshold chosen on it. Their
+    intervals are jackknife-t (``_held_out_interval``), leaving one question out with the decisions fixed;
+    they need no resamples. The same figures at the threshold chosen on all the data are optimistic and no
+    bootstrap of them covers (J's percentile interval 0.68, bench/coverage.py); the held-out ones estimate,
+    with intervals that hold, how a threshold chosen on half the data judges new outputs.
     """
 
     n: int
@@ -2154,12 +2165,15 @@ class PassFailResult:
     seed: int
     confidence: float
     undefined_reason: str | None = None
+    confusion_held_out: tuple[tuple[int, int], tuple[int, int]] | None = None
+    held_out_thresholds: tuple[float, float] | None = None
 
 
 # A resample without a pass or without a fail has no ROC curve; up to this fraction of them are left out of
 # the interval (and counted), beyond it the interval is undefined.
 _PASS_FAIL_MAX_UNDEFINED_FRACTION = 0.05
 PASS_FAIL_FIGURES = ("auc", "threshold", "youden_j", "kappa", "accuracy", "precision", "recall")
+HELD_OUT_FIGURES = ("youden_j", "kappa", "accuracy", "precision", "recall")
 
 
 class _PassFailKernel:
@@ -2258,6 +2272,95 @@ class _PassFailKernel:
         return out
 
 
+def _confusion_figures(tp: FloatArray, fp: FloatArray, fn: FloatArray, tn: FloatArray) -> FloatArray:
+    """(rows, 5): the HELD_OUT_FIGURES of confusion counts, Youden's J = TPR - FPR, kappa, accuracy,
+    precision, recall (NaN where a ratio is 0/0)."""
+    total = tp + fp + fn + tn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = (tp + tn) / total
+        expected = ((tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)) / total**2
+        kappa = (accuracy - expected) / (1 - expected)
+        recall = tp / (tp + fn)
+        return np.column_stack([recall - fp / (fp + tn), kappa, accuracy, tp / (tp + fp), recall])
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldOut:
+    thresholds: tuple[float, float]
+    point: dict[str, float]
+    confusion: tuple[tuple[int, int], tuple[int, int]]
+    jack: FloatArray  # (len(HELD_OUT_FIGURES), questions): each figure leaving one question out
+
+
+def _youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
+    """(threshold, J): the highest observed value maximising TPR - FPR (roc_curve's thresholds descend from
+    +inf, "nothing passes", left out: a decision rule passes something)."""
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
+    j = tpr - fpr
+    best = 1 + int(np.argmax(j[1:]))
+    return float(thresholds[best]), float(j[best])
+
+
+def _decision_figures(y: IntArray, pred: IntArray) -> tuple[dict[str, float], Any]:
+    from sklearn.metrics import (
+        accuracy_score,
+        cohen_kappa_score,
+        confusion_matrix,
+        precision_score,
+        recall_score,
+    )
+
+    cm = confusion_matrix(y, pred, labels=[0, 1])
+    tn, fp = int(cm[0, 0]), int(cm[0, 1])
+    recall = float(recall_score(y, pred))
+    return {
+        "youden_j": recall - fp / (fp + tn) if fp + tn else math.nan,
+        "kappa": float(cohen_kappa_score(y, pred)),
+        "accuracy": float(accuracy_score(y, pred)),
+        "precision": float(precision_score(y, pred, zero_division=np.nan)),
+        "recall": recall,
+    }, cm
+
+
+def _halves(units: _Units, passed: NDArray[np.bool_], seed: int) -> IntArray:
+    """Half (0 or 1) of each item: its question's, the questions dealt alternately in a random order
+    (numpy's generator with ``seed``) sorted by their share of passes (stratified: the halves get about
+    the same number of passes)."""
+    codes = np.arange(units.n) if units.codes is None else units.codes
+    share = np.bincount(codes, weights=passed, minlength=units.q) / np.bincount(codes, minlength=units.q)
+    order = np.random.default_rng(seed).permutation(units.q)
+    order = order[np.argsort(share[order], kind="stable")]
+    half = np.empty(units.q, dtype=np.int64)
+    half[order] = np.arange(units.q) % 2
+    return half[codes]
+
+
+def _cross_fit(score: FloatArray, passed: NDArray[np.bool_], units: _Units, seed: int) -> _HeldOut | str:
+    """Judge each half of the questions (``_halves``) at the Youden threshold of the other half."""
+    fold = _halves(units, passed, seed)
+    y = passed.astype(np.int64)
+    pred = np.zeros(units.n, dtype=np.int64)
+    cuts = []
+    for f in (0, 1):
+        other = fold != f
+        if y[other].min() == y[other].max():
+            return "a half of the questions has no pass or no fail to choose a threshold on (cross-fitting)"
+        cut = _youden_cut(y[other], score[other])[0]
+        pred[fold == f] = score[fold == f] >= cut
+        cuts.append(cut)
+    point, cm = _decision_figures(y, pred)
+    confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
+    # Leaving one question out removes its outputs' decisions from the four cells (the decisions stay).
+    codes = np.arange(units.n) if units.codes is None else units.codes
+    cells = [y & pred, (1 - y) & pred, y & (1 - pred), (1 - y) & (1 - pred)]
+    per_question = np.vstack([np.bincount(codes, weights=c, minlength=units.q) for c in cells])
+    left = per_question.sum(axis=1, keepdims=True) - per_question
+    jack = _confusion_figures(*left.astype(np.float64)).T
+    return _HeldOut((cuts[0], cuts[1]), point, confusion, jack)
+
+
 def default_pass_threshold(scale_min: float, scale_max: float) -> float:
     """Upper half of a rubric: the first integer above its midpoint (4 on 1-5, 1 on -2..2, 6 on 1-10)."""
     return float(math.floor((scale_min + scale_max) / 2) + 1)
@@ -2266,15 +2369,16 @@ def default_pass_threshold(scale_min: float, scale_max: float) -> float:
 class _PassFailManyKernel:
     """The pass/fail figures of several metrics (7 rows each) on one shared set of resamples."""
 
-    def __init__(self, kernels: list[_PassFailKernel]) -> None:
+    def __init__(self, kernels: Sequence[_PassFailKernel]) -> None:
         self.kernels = kernels
-        self.n_stats = len(kernels) * _PassFailKernel.n_stats
+        self.width = kernels[0].n_stats
+        self.n_stats = len(kernels) * self.width
 
     def resample(self, counts: IntArray) -> FloatArray:
         return np.hstack([k.resample(counts) for k in self.kernels])
 
     def exact(self, idx: IntArray, j: int) -> float:
-        return self.kernels[j // _PassFailKernel.n_stats].exact(idx, j % _PassFailKernel.n_stats)
+        return self.kernels[j // self.width].exact(idx, j % self.width)
 
     def jackknife(self) -> FloatArray:
         return np.vstack([k.jackknife() for k in self.kernels])
@@ -2293,20 +2397,18 @@ class _PassFailPoint:
     point: dict[str, float]
     confusion: tuple[tuple[int, int], tuple[int, int]] | None
     reason: str | None
+    held_out: _HeldOut | str | None = None
 
 
 def _pass_fail_point(
-    x_all: FloatArray, h_all: FloatArray, human_threshold: float, higher_is_better: bool, clusters: Any
+    x_all: FloatArray,
+    h_all: FloatArray,
+    human_threshold: float,
+    higher_is_better: bool,
+    clusters: Any,
+    seed: int,
 ) -> _PassFailPoint:
-    from sklearn.metrics import (
-        accuracy_score,
-        cohen_kappa_score,
-        confusion_matrix,
-        precision_score,
-        recall_score,
-        roc_auc_score,
-        roc_curve,
-    )
+    from sklearn.metrics import roc_auc_score
 
     if x_all.size != h_all.size:
         raise ValueError(f"metric has {x_all.size} values, human has {h_all.size}")
@@ -2327,25 +2429,38 @@ def _pass_fail_point(
     if reason is not None:
         return _PassFailPoint(x, score, passed, keep, units, higher_is_better, {}, None, reason)
     y = passed.astype(np.int64)
-    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
-    j = tpr - fpr
-    # roc_curve lists thresholds descending from +inf ("nothing passes", left out: a decision rule passes
-    # something); argmax takes the highest threshold among equal maxima.
-    best = 1 + int(np.argmax(j[1:]))
-    cut = float(thresholds[best])
+    cut, j = _youden_cut(y, score)
     pred = (score >= cut).astype(np.int64)
-    cm = confusion_matrix(y, pred, labels=[0, 1])
-    point = {
-        "auc": float(roc_auc_score(y, score)),
-        "threshold": cut,
-        "youden_j": float(j[best]),
-        "kappa": float(cohen_kappa_score(y, pred)),
-        "accuracy": float(accuracy_score(y, pred)),
-        "precision": float(precision_score(y, pred, zero_division=np.nan)),
-        "recall": float(recall_score(y, pred)),
-    }
+    at_cut, cm = _decision_figures(y, pred)
+    point = {"auc": float(roc_auc_score(y, score)), "threshold": cut, "youden_j": j, **at_cut}
     confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
-    return _PassFailPoint(x, score, passed, keep, units, higher_is_better, point, confusion, None)
+    held_out = _cross_fit(score, passed, units, seed)
+    return _PassFailPoint(x, score, passed, keep, units, higher_is_better, point, confusion, None, held_out)
+
+
+def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float) -> Interval:
+    """A held-out figure with its jackknife-t interval: estimate -+ t_{G-1} se, se the jackknife SE leaving
+    one question out (the decisions fixed), clipped to the figure's range."""
+    if not isinstance(held, _HeldOut):
+        return Interval(None, None, None, None, str(held))
+    value = held.point[name]
+    if not math.isfinite(value):
+        return Interval(None, None, None, None, f"{name} undefined on the held-out decisions")
+    jack = held.jack[HELD_OUT_FIGURES.index(name)]
+    if not np.isfinite(jack).all():
+        why = f"{name} undefined when leaving one question out (no predicted pass, pass or fail left)"
+        return Interval(value, None, None, "jackknife-t", why)
+    g = jack.size
+    se = math.sqrt((g - 1) / g * float(np.sum((jack - jack.mean()) ** 2)))
+    half = float(sps.t.ppf(0.5 + confidence / 2, g - 1)) * se
+    low_bound = -1.0 if name in ("youden_j", "kappa") else 0.0
+    return Interval(value, max(low_bound, value - half), min(1.0, value + half), "jackknife-t")
+
+
+_NO_THRESHOLD_INTERVAL = (
+    "no interval: the bootstrap of a cut point chosen on the data does not hold its coverage; the two "
+    "held-out thresholds show how it moves"
+)
 
 
 def _pass_fail_figures(
@@ -2357,29 +2472,38 @@ def _pass_fail_figures(
 ) -> dict[str, Interval]:
     figures: dict[str, Interval] = {}
     for i, name in enumerate(PASS_FAIL_FIGURES):
+        if name in HELD_OUT_FIGURES:
+            figures[name] = _held_out_interval(pt.held_out, name, confidence)
+            continue
         value = pt.point[name]
+        draws = None if theta_b is None else theta_b[i]
         shown = value if pt.higher_is_better or name != "threshold" else -value
+        if name == "threshold":
+            figures[name] = Interval(shown, None, None, None, _NO_THRESHOLD_INTERVAL)
+            continue
         if not math.isfinite(value):
             figures[name] = Interval(None, None, None, None, f"{name} undefined at the chosen threshold")
             continue
-        if theta_b is None or jack is None:
+        if draws is None or jack is None:
             figures[name] = Interval(shown, None, None, None, "no resamples requested")
             continue
         kind: BootstrapKind = "bca" if name == "auc" else "percentile"
-        defined = np.isfinite(theta_b[i])
+        defined = np.isfinite(draws)
         n_nan = int(defined.size - np.count_nonzero(defined))
         if n_nan > _PASS_FAIL_MAX_UNDEFINED_FRACTION * n_resamples:
             why = f"{name} undefined in {n_nan} of {n_resamples} resamples (no pass, fail or predicted pass)"
             figures[name] = Interval(shown, None, None, kind, why, n_nan)
             continue
-        limits = _interval(theta_b[i][defined], value, jack[i] if kind == "bca" else None, confidence)
+        limits = _interval(draws[defined], value, jack[i] if kind == "bca" else None, confidence)
         if isinstance(limits, str):
             figures[name] = Interval(shown, None, None, kind, limits, n_nan)
-        elif name == "threshold" and not pt.higher_is_better:
-            figures[name] = Interval(shown, -limits[1], -limits[0], kind, None, n_nan)
         else:
             figures[name] = Interval(shown, limits[0], limits[1], kind, None, n_nan)
     return figures
+
+
+def _shown_thresholds(cuts: tuple[float, float], higher_is_better: bool) -> tuple[float, float]:
+    return cuts if higher_is_better else (-cuts[0], -cuts[1])
 
 
 def pass_fail_many(
@@ -2405,7 +2529,7 @@ def pass_fail_many(
     directions = higher_is_better or {}
     points = {
         name: _pass_fail_point(
-            _as_vector(x, "metric"), h_all, human_threshold, directions.get(name, True), clusters
+            _as_vector(x, "metric"), h_all, human_threshold, directions.get(name, True), clusters, seed
         )
         for name, x in metrics.items()
     }
@@ -2435,6 +2559,7 @@ def pass_fail_many(
             figures = dict.fromkeys(PASS_FAIL_FIGURES, empty)
         else:
             figures = _pass_fail_figures(pt, *draws[name], n_resamples, confidence)
+        held_out = pt.held_out if isinstance(pt.held_out, _HeldOut) else None
         out[name] = PassFailResult(
             n=int(pt.x.size),
             n_clusters=pt.units.q if pt.units.clustered else None,
@@ -2447,6 +2572,10 @@ def pass_fail_many(
             seed=seed,
             confidence=confidence,
             undefined_reason=pt.reason,
+            confusion_held_out=held_out.confusion if held_out else None,
+            held_out_thresholds=_shown_thresholds(held_out.thresholds, pt.higher_is_better)
+            if held_out
+            else None,
             **figures,
         )
     return out
@@ -2467,12 +2596,13 @@ def pass_fail(
     """Pass/fail alignment of a metric with humans: human pass = reference score >= ``human_threshold``.
 
     Point figures come from scikit-learn (roc_auc_score; roc_curve for the observed value maximising Youden's
-    J = TPR - FPR; cohen_kappa_score, accuracy/precision/recall and confusion_matrix at that threshold).
-    Intervals: BCa for AUC, percentile for the threshold and the figures at it (re-chosen in every
-    resample: a non-smooth statistic BCa's jackknife does not describe). Resamples draw items, or whole
-    clusters when ``clusters`` repeat (see ``bootstrap_ci_many``); those where a figure is undefined (no pass
-    or no fail drawn) are left out and counted while they are at most 5%, beyond which the interval is
-    undefined. Undefined (reason given) with fewer than 2 passes or 2 fails, a constant metric, or fewer than
+    J = TPR - FPR and confusion_matrix there; cohen_kappa_score, accuracy/precision/recall and J on the
+    held-out decisions, see ``PassFailResult``). Intervals: BCa for AUC (resamples draw items, or whole
+    clusters when ``clusters`` repeat, see ``bootstrap_ci_many``; those without a pass or a fail are left
+    out and counted while they are at most 5%, beyond which the interval is undefined), jackknife-t by
+    question for the held-out figures, none for the threshold. The held-out figures are undefined when a
+    half of the questions has no pass or no fail. Undefined (reason given) with fewer than 2 passes or 2
+    fails, a constant metric, or fewer than
     3 clusters. Incomplete pairs are dropped. Raises ValueError on malformed input.
     """
     return pass_fail_many(

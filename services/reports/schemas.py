@@ -141,18 +141,29 @@ class PassFailRow(BaseModel):
     n_fail: int
     auc: Figure = Field(description="ROC AUC of the metric for the human pass (scikit-learn), BCa interval")
     threshold: Figure = Field(
-        description="metric value maximising Youden's J; the metric passes an output at or above it (at or "
-        "below for a lower-is-better metric); re-chosen inside every resample"
+        description="metric value maximising Youden's J on all the data; the metric passes an output at or "
+        "above it (at or below for a lower-is-better metric); no interval (see held_out_thresholds)"
     )
-    youden_j: Figure
+    youden_j: Figure = Field(
+        description="TPR - FPR of the held-out decisions (see kappa), jackknife interval"
+    )
     kappa: Figure = Field(
-        description="Cohen's kappa of the metric's decision with the humans' at the threshold"
+        description="Cohen's kappa of the metric's held-out decisions with the humans': each half of the "
+        "questions judged at the threshold maximising J on the other half; accuracy, precision and recall "
+        "likewise; jackknife-t intervals leaving one question out"
     )
     accuracy: Figure
     precision: Figure
     recall: Figure
     confusion: list[list[int]] | None = Field(
-        default=None, description="[[TN, FP], [FN, TP]] with pass as the positive class (scikit-learn layout)"
+        default=None,
+        description="[[TN, FP], [FN, TP]] at the threshold, pass the positive class (scikit-learn layout)",
+    )
+    confusion_held_out: list[list[int]] | None = Field(
+        default=None, description="[[TN, FP], [FN, TP]] of the held-out decisions behind kappa and the rest"
+    )
+    held_out_thresholds: list[float] | None = Field(
+        default=None, description="the threshold chosen on each half of the questions, judging the other"
     )
     undefined_reason: str | None = None
 

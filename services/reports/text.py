@@ -64,20 +64,21 @@ PASS_FAIL_HEADER = (
     "n (pass / fail)",
     "ROC AUC [95 % CI]",
     "metric threshold",
-    "Cohen's κ",
-    "accuracy",
-    "precision",
-    "recall",
-    "TN, FP, FN, TP",
+    "Cohen's κ, held out",
+    "accuracy, held out",
+    "precision, held out",
+    "recall, held out",
+    "TN, FP, FN, TP, held out",
 )
 PASS_FAIL_FOOTNOTE = (
-    "The metric threshold maximises Youden's J on the data and is chosen again in every resample."
+    "The metric threshold maximises Youden's J on all the data. Held out: each half of the questions is "
+    "judged at the threshold chosen on the other half (intervals leave one question out)."
 )
 
 
 def pass_fail_cells(m: PassFailRow) -> list[str]:
     """One row of the pass/fail table, in the order of PASS_FAIL_HEADER."""
-    cm = ", ".join(str(v) for row in m.confusion for v in row) if m.confusion else "—"
+    cm = ", ".join(str(v) for row in m.confusion_held_out for v in row) if m.confusion_held_out else "—"
     side = "≥ " if m.higher_is_better else "≤ "
     thr = "—" if m.threshold.estimate is None else side + figure(m.threshold)
     return [

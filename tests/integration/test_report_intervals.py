@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 
 from tests.integration.test_reports import R1, R2, A, B, study
+from tests.unit.test_stats_passfail import _held_out_sklearn
 
 H = (np.array(R1, dtype=float) + np.array(R2, dtype=float)) / 2
 STAT: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], float]] = {
@@ -216,8 +217,8 @@ def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
     report = client.get(f"/runs/{run}/report").json()
     pf = report["pass_fail"]
     assert pf["human_threshold"] == 4.0 and "upper half of the rubric 1..5" in pf["threshold_rule"]
-    # The bench shows the figures at the chosen threshold under-cover: the report says so.
-    assert pf["note"].startswith("Only the ROC AUC interval holds its 95 %")
+    # Figures at the threshold chosen on all the data under-cover (bench): the report shows held-out ones.
+    assert pf["note"].startswith("Youden's J, kappa, accuracy, precision and recall are held out")
     rows = {m["metric"]: m for m in pf["metrics"]}
     y = (H >= 4).astype(int)
     for name, x in (("external.a", A), ("external.b", B)):
@@ -228,8 +229,17 @@ def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
         pred = (x >= thr[best]).astype(int)
         assert row["auc"]["estimate"] == pytest.approx(roc_auc_score(y, x), abs=1e-12)
         assert row["threshold"]["estimate"] == pytest.approx(thr[best], abs=1e-12)
-        assert row["kappa"]["estimate"] == pytest.approx(cohen_kappa_score(y, pred), abs=1e-12)
         assert row["confusion"] == confusion_matrix(y, pred, labels=[0, 1]).tolist()
+        assert row["threshold"]["ci_low"] is None and "no interval" in row["threshold"]["undefined_reason"]
+        # Held out: each half of the 12 questions judged at the other half's Youden threshold (seed 0).
+        held = _held_out_sklearn(x, y, np.arange(12), 0)
+        assert held is not None
+        figures, cuts = held
+        assert row["kappa"]["estimate"] == pytest.approx(figures["kappa"], abs=1e-12)
+        assert (row["kappa"]["ci_low"], row["kappa"]["ci_high"]) == pytest.approx(figures["kappa_ci"])
+        assert row["confusion_held_out"] == figures["confusion"]
+        assert row["held_out_thresholds"] == pytest.approx(cuts)
+        assert row["kappa"]["estimate"] != pytest.approx(cohen_kappa_score(y, pred))
         assert (row["n"], row["n_pass"], row["n_fail"]) == (12, 4, 8)
         assert row["auc"]["ci_low"] is not None and row["auc"]["ci_method"] == "bca"
     assert "near-constant" in rows["external.flat"]["undefined_reason"]
