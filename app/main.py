@@ -144,6 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Study imports parse and locate text (CPU) in threads: a few at a time.
     app.state.import_limiter = anyio.CapacityLimiter(settings.max_concurrent_imports)
     app.state.report_cache = ReportCache(settings.report_cache_size)
+    app.state.section_cache = ReportCache(settings.report_cache_size)
     app.state.report_inflight = {}
     app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)
     app.state.auth = AuthState(settings)

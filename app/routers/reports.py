@@ -4,7 +4,9 @@ HTML page, and a per-item drill-down for each metric."""
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Hashable
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -14,11 +16,13 @@ from app.deps import MAX_ID, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
+from services.reports.cache import ReportCache
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 
 router = APIRouter(tags=["reports"])
+T = TypeVar("T")
 
 
 class ReportParams:
@@ -93,26 +97,38 @@ async def _compute(request: Request, fn: Any, *args: Any) -> Any:
     return await anyio.to_thread.run_sync(pool.run_here, fn, *args, limiter=request.app.state.report_limiter)
 
 
-async def _build(request: Request, run_ids: list[int], params: ReportParams) -> ReportRead:
-    """The report, from the cache when the data it reads has not changed; identical requests arriving
-    together share one computation."""
+async def _cached(request: Request, cache: ReportCache[T], key: Hashable, compute: Callable[[], Any]) -> T:
+    """``cache[key]``, or the awaited ``compute()`` stored there; identical requests arriving together share
+    one computation."""
     state = request.app.state
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    pending = state.report_inflight.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(compute())
+        state.report_inflight[key] = pending
+
+        def done(future: asyncio.Future[T]) -> None:
+            # Into the cache before leaving the in-flight table: a request arriving in between finds one.
+            if not future.cancelled() and future.exception() is None:
+                cache.put(key, future.result())
+            state.report_inflight.pop(key, None)
+
+        pending.add_done_callback(done)
+    value: T = await asyncio.shield(pending)
+    return value
+
+
+async def _build(request: Request, run_ids: list[int], params: ReportParams) -> ReportRead:
+    """The report, from the cache when the data it reads has not changed."""
     key = (
         tuple(run_ids),
         tuple(sorted((k, str(v)) for k, v in params.kwargs.items())),
         await run_in_session(request, report_version, run_ids),
     )
-    hit = state.report_cache.get(key)
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
-    pending = state.report_inflight.get(key)
-    if pending is None:
-        pending = asyncio.ensure_future(_compute(request, render.report, run_ids, params.kwargs))
-        state.report_inflight[key] = pending
-        pending.add_done_callback(lambda _: state.report_inflight.pop(key, None))
-    report: ReportRead = await asyncio.shield(pending)
-    state.report_cache.put(key, report)
-    return report
+    compute = partial(_compute, request, render.report, run_ids, params.kwargs)
+    return await _cached(request, request.app.state.report_cache, key, compute)
 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
@@ -191,7 +207,13 @@ async def _figure(request: Request, run_ids: list[int], params: ReportParams, fm
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
     report = await _build(request, run_ids, params)
-    return HTMLResponse(await _compute(request, render.page, report, run_ids))
+    # The sections beside the report (estimates of one run, comparisons of pooled runs) are cached like the
+    # report, on the version of everything they read (for pooled runs, their preference ratings too).
+    version = await run_in_session(request, render.sections_version, run_ids)
+    key = ("sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
+    compute = partial(_compute, request, render.sections, report, run_ids)
+    extra: str = await _cached(request, request.app.state.section_cache, key, compute)
+    return HTMLResponse(await _compute(request, render.page, report, run_ids, extra))
 
 
 _SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import aliased
 
 from services.models import Output, Preference, Question, Rater, Rating, Rubric, utcnow
@@ -152,3 +152,11 @@ class PreferenceRepository(Repository):
             .order_by(Question.external_id, Rater.name)
         )
         return [tuple(r) for r in self.session.execute(stmt)]
+
+    def version(self, run_ids: Sequence[int]) -> tuple[str, ...]:
+        """Changes with any insert, update or delete of the preferences between two of these runs."""
+        ids = list(run_ids)
+        stmt = select(func.count(), func.max(Preference.id), func.max(Preference.updated_at)).where(
+            Preference.run_a_id.in_(ids), Preference.run_b_id.in_(ids)
+        )
+        return tuple(str(v) for v in self.session.execute(stmt).one())

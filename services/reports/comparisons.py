@@ -11,14 +11,28 @@ from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.errors import ServiceError
+from services.ratings.repository import PreferenceRepository
 from services.reports.comparison_figure import pairwise_figure
 from services.reports.comparison_schemas import PairTest, PairwiseRead, SystemsRead
 from services.reports.pairwise import pairwise
 from services.reports.schemas import Comparison, Corr
+from services.reports.service import report_version
 from services.reports.systems import MIN_RUNS, systems
+from services.tasks.repository import TaskRepository
 
 # The pooled page shows the pairwise section for at most this many pairs of runs (the API gives any pair).
 PAGE_MAX_PAIRS = 3
+
+
+def comparison_version(session: Session, run_ids: list[int]) -> tuple[object, ...]:
+    """What cached comparisons of these runs must match to be reused: everything a report of them reads
+    (outputs and their versions, ratings, scores, questions), and the preference ratings between them from
+    both sources (imported, and given side by side in pairwise tasks)."""
+    return (
+        report_version(session, run_ids),
+        PreferenceRepository(session).version(run_ids),
+        TaskRepository(session).pairwise_version(run_ids),
+    )
 
 
 def pairwise_read(

@@ -13,7 +13,7 @@ from services.reports import figure, html
 from services.reports.drilldown import metric_items
 from services.reports.estimate_render import page_sections
 from services.reports.schemas import MetricItems, ReportRead
-from services.reports.service import agreement_block, build_report
+from services.reports.service import agreement_block, build_report, report_version
 
 
 def report(session: Session, settings: Settings, run_ids: list[int], kwargs: dict[str, Any]) -> ReportRead:
@@ -62,22 +62,46 @@ def items_href(run_ids: list[int], metric: str) -> str:
     return f"/report/metrics/{name}/items.html?runs={','.join(map(str, run_ids))}"
 
 
-def page(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
+def section_options(rep: ReportRead) -> dict[str, int]:
+    """k, seed and resamples of the sections beside the report: the report's own."""
+    boot = rep.bootstrap or {}
+    return {
+        "k": int(rep.filters.get("k") or 5),
+        "seed": int(boot.get("seed", 0)),
+        "n_resamples": int(boot.get("n_resamples", 2000)),
+    }
+
+
+def sections_version(session: Session, run_ids: list[int]) -> tuple[object, ...]:
+    """What cached sections of these runs' page must match to be reused (see ``sections``)."""
+    if len(run_ids) == 1:
+        return report_version(session, run_ids)
+    from services.reports.comparisons import comparison_version
+
+    return comparison_version(session, run_ids)
+
+
+def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
+    """The page's sections beside the report: for one run, its human score from few ratings (PPI) and
+    judge sensitivity; for pooled runs, the comparisons between them (system level, pairwise preference)."""
+    opts = section_options(rep)
+    if len(run_ids) == 1:
+        return page_sections(session, settings, run_ids[0], opts["k"])
+    from services.reports.comparisons import page_sections as comparison_sections
+
+    return comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])
+
+
+def page(
+    session: Session, settings: Settings, rep: ReportRead, run_ids: list[int], extra: str | None = None
+) -> bytes:
+    """The report page, encoded; ``extra``: its sections beside the report, computed here when not given."""
     svg = figure.render(rep, "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
-    extra = ""
-    if len(run_ids) == 1:
-        # Single-run sections: the human score from few ratings (PPI) and judge sensitivity.
-        extra = page_sections(session, settings, run_ids[0], int(rep.filters.get("k") or 5))
-    else:
-        # Pooled runs: the comparisons between them (system level, pairwise preference).
-        from services.reports.comparisons import page_sections as comparison_sections
-
-        boot = rep.bootstrap or {}
-        k = int(rep.filters.get("k") or 5)
-        seed, n_resamples = int(boot.get("seed", 0)), int(boot.get("n_resamples", 2000))
-        extra = comparison_sections(session, settings, run_ids, seed, n_resamples, k)
-    return html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric), extra)
+    if extra is None:
+        extra = sections(session, settings, rep, run_ids)
+    page = html.render(rep, svg, links(run_ids), lambda metric: items_href(run_ids, metric), extra)
+    return page.encode("utf-8")
 
 
 def items(

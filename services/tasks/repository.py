@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import aliased, selectinload
 
 from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater, User
@@ -84,6 +84,17 @@ class TaskRepository(Repository):
 
     def delete(self, obj: object) -> None:
         self.session.delete(obj)
+
+    def pairwise_version(self, run_ids: Sequence[int]) -> tuple[str, ...]:
+        """Changes with any preference given, changed or withdrawn in a pairwise task between two of these
+        runs, and with such a task's creation or deletion."""
+        ids = list(run_ids)
+        stmt = (
+            select(func.count(), func.max(TaskItem.id), func.max(TaskItem.updated_at))
+            .join(RatingTask, RatingTask.id == TaskItem.task_id)
+            .where(RatingTask.mode == "pairwise", RatingTask.run_id.in_(ids), RatingTask.run_b_id.in_(ids))
+        )
+        return tuple(str(v) for v in self.session.execute(stmt).one())
 
     def pairwise_preferences(
         self, run_a: int, run_b: int
