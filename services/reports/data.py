@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +61,8 @@ def judge_fingerprint(judge: dict[str, Any]) -> str:
 
 
 def _several_judges(
-    repo: ScoreRepository, run_ids: list[int], cells: list[tuple[Any, ...]], used: dict[str, str]
+    repo: ScoreRepository, run_ids: list[int], keys: dict[str, set[str]], used: dict[str, str]
 ) -> dict[str, tuple[int, dict[str, Any]]]:
-    keys: dict[str, set[str]] = defaultdict(set)
-    for _, metric, ckey, *_ in cells:
-        keys[metric].add(ckey)
     multi = {m: ks for m, ks in keys.items() if len(ks) > 1}
     if not multi:
         return {}
@@ -106,20 +102,14 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
         items.append(Item(output_id, external_id, list(types or []), answerable, human, missing))
     columns: dict[str, Column] = {}
     repo = ScoreRepository(session)
-    # Plain tuples of the columns a report uses; each configuration's JSON (config, details) is read once.
-    cells = repo.report_cells(run_ids)
-    configs: dict[str, tuple[str, Any]] = {}
-    for _, metric, ckey, at, *_ in cells:
-        # With several configurations of one metric, the latest one is reported (the others stay stored).
-        latest = configs.get(metric)
-        if latest is None or at > latest[1]:
-            configs[metric] = (ckey, at)
-    meta = repo.column_meta(run_ids, {(m, c) for m, (c, _) in configs.items()})
-    for oid, metric, ckey, _, value, error, reason in cells:
-        if configs[metric][0] != ckey:
-            continue
+    # With several configurations of one metric, the latest one is reported (the others stay stored). Plain
+    # tuples of the columns a report uses, of that configuration only; each one's JSON is read once.
+    configs, keys = repo.reported_configs(run_ids)
+    meta = repo.column_meta(run_ids, set(configs.items()))
+    for oid, metric, value, error, reason in repo.report_values(run_ids, configs):
         col = columns.get(metric)
         if col is None:
+            ckey = configs[metric]
             config, details = meta.get((metric, ckey), ({}, {}))
             col = columns[metric] = Column(metric, metric, ckey, details=dict(config or {}))
             if details and "higher_is_better" in details:
@@ -131,7 +121,7 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
         else:
             col.missing[oid] = f"undefined: {reason or 'no value'}"
     retired_ratings, retired_scores = RunRepository(session).retired_counts(run_ids)
-    several = _several_judges(repo, run_ids, cells, {m: c for m, (c, _) in configs.items()})
+    several = _several_judges(repo, run_ids, keys, configs)
     return ReportData(
         datasets.pop(), run_ids, items, columns, table, retired_ratings, retired_scores, several
     )

@@ -15,7 +15,7 @@ from services import stats
 from services.config import Settings
 from services.metrics import registry
 from services.models import Run
-from services.ratings.service import rating_table
+from services.ratings.service import RatingTable, rating_table
 from services.reports import coverage, honesty
 from services.reports.data import Column, Item, ReportData, gather
 from services.reports.schemas import (
@@ -90,11 +90,13 @@ def run_notes(run: Run) -> list[str]:
 
 
 def agreement_block(
-    session: Session, settings: Settings, run_ids: list[int], seed: int = 0
+    session: Session, settings: Settings, run_ids: list[int], seed: int = 0, table: RatingTable | None = None
 ) -> dict[str, Any]:
-    """Inter-rater agreement over the runs' outputs (items), excluding outputs under the minimum raters."""
+    """Inter-rater agreement over the runs' outputs (items), excluding outputs under the minimum raters.
+    ``table``: the runs' ratings when already read (a report reads them once)."""
     runs = [get_run(session, rid) for rid in run_ids]
-    table = rating_table(session, run_ids)
+    if table is None:
+        table = rating_table(session, run_ids)
     min_raters = settings.ratings.min_raters
     flagged = [oid for oid in table.output_ids if len(table.scores[oid]) < min_raters]
     used = [oid for oid in table.output_ids if len(table.scores[oid]) >= min_raters]
@@ -644,7 +646,7 @@ def build_report(
         pass_threshold,
         mode,
     )
-    agreement = agreement_block(session, settings, run_ids, seed)
+    agreement = agreement_block(session, settings, run_ids, seed, data.ratings)
     result = agreement.get("result") or {}
     ceiling = result.get("attenuation_ceiling")
     by_type = []

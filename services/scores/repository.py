@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 
 from services.models import MetricScore, Output, utcnow
 from services.repository import Repository
@@ -90,6 +90,70 @@ class ScoreRepository(Repository):
             .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
         )
         return [tuple(r) for r in self.session.execute(stmt)]
+
+    def reported_configs(self, run_ids: Iterable[int]) -> tuple[dict[str, str], dict[str, set[str]]]:
+        """(metric -> the configuration a report uses, metric -> every configuration stored) on the runs.
+
+        The configuration used is the one scored last: the latest ``updated_at`` of its scores, and among
+        configurations whose latest updates are equal, the one of the first such score by output and id.
+        One aggregate row per configuration is read, not the scores' timestamps."""
+        ids = list(run_ids)
+        on_runs = (Output.id == MetricScore.output_id, Output.run_id.in_(ids))
+        stmt = (
+            select(MetricScore.metric, MetricScore.config_key, func.max(MetricScore.updated_at))
+            .join(Output, on_runs[0])
+            .where(on_runs[1])
+            .group_by(MetricScore.metric, MetricScore.config_key)
+        )
+        latest: dict[str, dict[str, Any]] = {}
+        for metric, ckey, at in self.session.execute(stmt):
+            latest.setdefault(metric, {})[ckey] = at
+        chosen: dict[str, str] = {}
+        for metric, configs in latest.items():
+            newest = max(configs.values())
+            tied = [c for c, at in configs.items() if at == newest]
+            if len(tied) == 1:
+                chosen[metric] = tied[0]
+                continue
+            last = (
+                select(func.max(MetricScore.updated_at))
+                .join(Output, on_runs[0])
+                .where(on_runs[1], MetricScore.metric == metric)
+                .scalar_subquery()
+            )
+            first = (
+                select(MetricScore.config_key)
+                .join(Output, on_runs[0])
+                .where(on_runs[1], MetricScore.metric == metric, MetricScore.updated_at == last)
+                .order_by(MetricScore.output_id, MetricScore.id)
+                .limit(1)
+            )
+            chosen[metric] = self.session.scalars(first).one()
+        return chosen, {metric: set(configs) for metric, configs in latest.items()}
+
+    def report_values(
+        self, run_ids: Iterable[int], configs: dict[str, str]
+    ) -> list[tuple[int, str, float | None, str | None, str | None]]:
+        """(output id, metric, value, error, reason) of the scores of the given configuration of each metric,
+        as plain tuples."""
+        if not configs:
+            return []
+        stmt = (
+            select(
+                MetricScore.output_id,
+                MetricScore.metric,
+                MetricScore.value,
+                MetricScore.error,
+                MetricScore.reason,
+            )
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(
+                Output.run_id.in_(list(run_ids)),
+                tuple_(MetricScore.metric, MetricScore.config_key).in_(list(configs.items())),
+            )
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
 
     def column_meta(
         self, run_ids: Iterable[int], keys: set[tuple[str, str]]
