@@ -1,17 +1,35 @@
-"""Latency of a report for a study-sized run: 96 outputs, 2 raters, 25 metrics (SQLite), analytic intervals,
-against the same statistics computed without the service (the obvious alternative: scipy calls per metric).
+"""Latency of a report.
+
+Study-sized (default): 96 outputs, 2 raters, 25 metrics (SQLite), analytic intervals, against the same
+statistics computed without the service (the obvious alternative: scipy calls per metric).
 
     python bench/report_latency.py [--outputs 96] [--metrics 25] [--repeat 5]
+
+Team-sized (--team): the run of bench/imports.py (10,000 outputs x 5 chunks, 2 raters, 5 external scores,
+imported through the service) on SQLite and, with --pg-url, PostgreSQL; its report timed with this tree's
+code and, side by side in the same run, with the code of an earlier revision (--baseline, a commit of
+this repository, extracted with git archive; its database schema must be this tree's). Each side runs in
+fresh processes: "warm" is the median of --repeat reports after the process has warmed up as a report
+worker does when it starts (services.reports.pool: imports and compiled kernels loaded); "warm-up" is that
+start alone; "first in a fresh process" is a report with no warm-up before it (both costs). Both sides'
+reports must be equal.
+
+    python bench/report_latency.py --team --baseline REV [--pg-url postgresql+psycopg://...] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,12 +39,206 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 
+def build_team_run(url: str, n: int) -> int:
+    """bench/imports.py's run, imported through the service: n outputs x 5 chunks, 2 raters, 5 metrics."""
+    from sqlalchemy import text
+
+    from services.datasets import service as datasets
+    from services.datasets.schemas import DatasetCreate
+    from services.db import make_engine, make_session_factory, run_transaction, upgrade
+    from services.ingest import Row
+    from services.models import Base
+    from services.ratings import service as ratings
+    from services.runs import service as runs
+    from services.runs.schemas import RunCreate
+    from services.scores import service as scores
+
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Everything, procrastinate's types and functions included (a drop_all leaves them).
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        else:
+            Base.metadata.drop_all(conn)
+            conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    upgrade(url)
+    factory = make_session_factory(engine)
+    rng = random.Random(0)
+    words = "le forfait coûte dix euros par mois sans engagement avec la fibre et la box".split()
+    docs = [
+        {"external_id": f"d{i}", "text": " ".join(rng.choice(words) for _ in range(3000))} for i in range(100)
+    ]
+
+    def setup(s: Any) -> int:
+        ds = datasets.create_dataset(s, DatasetCreate(name="bench", language="fr")).id
+        datasets.import_documents(s, ds, [Row(i, None, d) for i, d in enumerate(docs)])
+        qs = [
+            {"external_id": f"q{i}", "question": f"Question {i} ?", "reference_answer": "dix euros"}
+            for i in range(n)
+        ]
+        datasets.import_questions(s, ds, [Row(i, None, q) for i, q in enumerate(qs)])
+        return runs.create_run(s, ds, RunCreate(name="r")).id
+
+    run_id = run_transaction(factory, setup)
+    outputs = [
+        {
+            "question_id": f"q{i}",
+            "answer": f"Le forfait coûte dix euros ({i}).",
+            "retrieved": [
+                {
+                    "document_id": f"d{(i + j) % 100}",
+                    "start": 10 * j,
+                    "end": 10 * j + 200,
+                    "score": 1 / (j + 1),
+                }
+                for j in range(5)
+            ],
+        }
+        for i in range(n)
+    ]
+    raters = [{"name": f"r{i}"} for i in range(2)]
+    rating_rows = [
+        {"question_id": f"q{i}", "rater": r["name"], "score": 1 + (i + k) % 5}
+        for i in range(n)
+        for k, r in enumerate(raters)
+    ]
+    score_rows = [
+        {"question_id": f"q{i}", "metric": f"external.m{m}", "value": rng.random()}
+        for i in range(n)
+        for m in range(5)
+    ]
+    run_transaction(factory, runs.import_outputs, run_id, [Row(i, None, o) for i, o in enumerate(outputs)])
+    run_transaction(factory, ratings.create_raters, [Row(i, None, r) for i, r in enumerate(raters)])
+    run_transaction(
+        factory, ratings.import_ratings, run_id, [Row(i, None, r) for i, r in enumerate(rating_rows)]
+    )
+    run_transaction(
+        factory, scores.import_external_scores, run_id, [Row(i, None, r) for i, r in enumerate(score_rows)]
+    )
+    engine.dispose()
+    return run_id
+
+
+def time_reports(root: str, url: str, run_id: int, repeat: int, warm: bool) -> dict[str, Any]:
+    """In this (fresh) process, with the code under ``root``: warm up as a report worker does (or not),
+    then time ``repeat`` reports in read sessions. Returns the timings and the last report."""
+    sys.path[0] = root
+    t0 = time.perf_counter()
+    from services.config import Settings
+    from services.db import make_engine, make_session_factory, session_scope
+    from services.reports.service import build_report
+
+    settings = Settings(database_url=url, data_dir=Path(tempfile.mkdtemp()), report_processes=0)
+    factory = make_session_factory(make_engine(url), write=False)
+    warm_up_s = None
+    if warm:
+        from services import stats
+
+        stats.warm_up()
+        warm_up_s = time.perf_counter() - t0
+    times = []
+    report = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        with session_scope(factory) as session:
+            report = build_report(session, settings, [run_id])
+        times.append(time.perf_counter() - t)
+    assert report is not None
+    return {"warm_up": warm_up_s, "times": times, "report": report.model_dump(mode="json")}
+
+
+def _in_fresh_process(root: str, url: str, run_id: int, repeat: int, warm: bool) -> dict[str, Any]:
+    args = [sys.executable, __file__, "--time-reports", json.dumps([root, url, run_id, repeat, warm])]
+    env = {**os.environ, "PYTHONPATH": root}
+    out = subprocess.run(args, cwd=root, env=env, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.splitlines()[-1])
+    return result
+
+
+def team(args: argparse.Namespace) -> None:
+    base = Path(tempfile.mkdtemp()) / "baseline"
+    base.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", args.baseline], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    sides = {
+        f"this tree ({head}{', modified' if dirty else ''})": str(ROOT),
+        f"baseline {args.baseline}": str(base),
+    }
+    urls = {"sqlite": f"sqlite:///{tempfile.mkdtemp()}/bench.db"}
+    if args.pg_url:
+        urls["postgres"] = args.pg_url
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    rows: dict[str, dict[str, dict[str, float]]] = {}
+    for db, url in urls.items():
+        run_id = build_team_run(url, args.outputs)
+        reports = {}
+        for label, root in sides.items():
+            # The baseline's compiled kernels are cached on its first warm-up: load them once untimed.
+            _in_fresh_process(root, url, run_id, 1, True)
+            warm = _in_fresh_process(root, url, run_id, args.repeat, True)
+            first = _in_fresh_process(root, url, run_id, 1, False)
+            reports[label] = warm["report"]
+            rows.setdefault(label, {})[db] = {
+                "warm": statistics.median(warm["times"]),
+                "warm_max": max(warm["times"]),
+                "warm_up": warm["warm_up"],
+                "first": first["times"][0],
+            }
+        first_report, *others = reports.values()
+        assert all(r == first_report for r in others), f"{db}: the two sides give different reports"
+    print(
+        f"report of {args.outputs:,} outputs x 2 raters x 5 metrics (bench/imports.py's run), "
+        f"seconds; warm = median of {args.repeat}"
+    )
+    header = f"{'':<44}" + "".join(f"{db + ' warm':>15}{'(max)':>8}{'warm-up':>9}{'first':>8}" for db in urls)
+    print(header)
+    for label, by_db in rows.items():
+        line = f"{label:<44}"
+        for db in urls:
+            r = by_db[db]
+            line += f"{r['warm']:>15.2f}{r['warm_max']:>8.2f}{r['warm_up']:>9.2f}{r['first']:>8.2f}"
+        print(line)
+    (new, old) = rows.values()
+    for db in urls:
+        print(f"{db}: baseline / this tree, warm: {old[db]['warm'] / new[db]['warm']:.2f}x; reports equal")
+    print("warm-up: a report worker's start (imports, compiled kernels loaded from numba's cache)")
+    print(
+        "first: a report in a fresh process with no warm-up before it (imports and kernel loading included)"
+    )
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--outputs", type=int, default=96)
+    ap.add_argument("--outputs", type=int, help="96 (study), 10,000 with --team")
     ap.add_argument("--metrics", type=int, default=25)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--team", action="store_true", help="the 10k-output report, this tree vs --baseline")
+    ap.add_argument("--baseline", default="main", help="with --team: the revision to compare with")
+    ap.add_argument("--pg-url", default=os.environ.get("RAGMETA_BENCH_PG_URL"))
+    ap.add_argument("--time-reports", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.time_reports:
+        root, url, run_id, repeat, warm = json.loads(args.time_reports)
+        print(json.dumps(time_reports(root, url, run_id, repeat, warm)))
+        return
+    if args.team:
+        args.outputs = args.outputs or 10_000
+        team(args)
+        return
+    args.outputs = args.outputs or 96
 
     from scipy import stats as sps
 
