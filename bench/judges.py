@@ -967,8 +967,10 @@ def main() -> None:
     if not args.constant_answers:
         script = request_specific(script)
     fake = FakeLLM(script=script, latency_s=args.latency).start()
-    if fake._thread is not None:
-        fake._thread.name = JUDGE_THREAD
+    # The test judge's server thread (tests/live.py's Served, or the thread of older FakeLLMs).
+    server = getattr(fake, "_thread", None) or getattr(getattr(fake, "_served", None), "_thread", None)
+    if server is not None:
+        server.name = JUDGE_THREAD
     bench = Bench(args.latency, args.concurrency)
     words = sum(len(it.answer.split()) for it in items) / len(items)
     ctx_words = sum(len(c.split()) for it in items for c in it.contexts) / (
