@@ -130,7 +130,12 @@ def guess_format(content_type: str | None, filename: str | None) -> Format:
     raise UnsupportedMediaType(
         f"cannot read content type {ctype!r}{f' (file {filename!r})' if filename else ''}: "
         "send application/json, application/x-ndjson (JSONL), text/csv, or a multipart file "
-        "named *.json, *.jsonl or *.csv"
+        "named *.json, *.jsonl or *.csv",
+        [
+            ItemError(None, "file", f"{filename!r} of type {ctype!r} is not readable")
+            if filename
+            else ItemError(None, "content-type", f"{ctype!r} is not readable")
+        ],
     )
 
 

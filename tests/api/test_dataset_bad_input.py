@@ -151,7 +151,12 @@ def test_oversized_upload_is_413(client: TestClient) -> None:
 def test_unsupported_content_type_is_415(client: TestClient) -> None:
     ds = create_dataset(client)
     r = client.post(f"/datasets/{ds}/documents", content=b"hello", headers={"content-type": "text/plain"})
-    assert_envelope(r, 415, "UnsupportedMediaType")
+    body = assert_envelope(r, 415, "UnsupportedMediaType")
+    items = [(i["field"], i["reason"]) for i in body["items"]]
+    assert items == [("content-type", "'text/plain' is not readable")]
+    r = upload(client, f"/datasets/{ds}/documents", "d.txt", b"hello")
+    body = assert_envelope(r, 415, "UnsupportedMediaType")
+    assert [i["field"] for i in body["items"]] == ["file"] and "'d.txt'" in body["items"][0]["reason"]
 
 
 def test_empty_and_missing_file(client: TestClient) -> None:
