@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,46 +49,28 @@ def numpy_kernels() -> Iterator[None]:
             k.resample = fn  # type: ignore[method-assign]
 
 
-def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
-    from sqlalchemy import text
+@dataclass(frozen=True)
+class TeamData:
+    """The rows of the bench run: 100 documents, n questions, n outputs x 5 chunks, 2 raters, 5 metrics."""
 
-    import services.reports.service as report_service
-    from services.config import Settings
-    from services.datasets import service as datasets
-    from services.datasets.schemas import DatasetCreate
-    from services.db import make_engine, make_session_factory, run_transaction, upgrade
-    from services.ingest import Row
-    from services.models import Base
-    from services.ratings import service as ratings
-    from services.runs import service as runs
-    from services.runs.schemas import RunCreate
-    from services.scores import service as scores
+    docs: list[dict[str, Any]]
+    questions: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    raters: list[dict[str, Any]]
+    rating_rows: list[dict[str, Any]]
+    score_rows: list[dict[str, Any]]
 
-    engine = make_engine(url)
-    with engine.begin() as conn:
-        Base.metadata.drop_all(conn)
-        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
-    upgrade(url)
-    factory = make_session_factory(engine)
-    settings = Settings(database_url=url, data_dir=Path(tempfile.mkdtemp()), report_processes=0)
+
+def team_data(n: int) -> TeamData:
     rng = random.Random(0)
     words = "le forfait coûte dix euros par mois sans engagement avec la fibre et la box".split()
     docs = [
         {"external_id": f"d{i}", "text": " ".join(rng.choice(words) for _ in range(3000))} for i in range(100)
     ]
-
-    def setup(s: Any) -> tuple[int, int]:
-        ds = datasets.create_dataset(s, DatasetCreate(name="bench", language="fr")).id
-        datasets.import_documents(s, ds, [Row(i, None, d) for i, d in enumerate(docs)])
-        qs = [
-            {"external_id": f"q{i}", "question": f"Question {i} ?", "reference_answer": "dix euros"}
-            for i in range(n)
-        ]
-        datasets.import_questions(s, ds, [Row(i, None, q) for i, q in enumerate(qs)])
-        run_id = runs.create_run(s, ds, RunCreate(name="r")).id
-        return ds, run_id
-
-    _, run_id = run_transaction(factory, setup)
+    questions = [
+        {"external_id": f"q{i}", "question": f"Question {i} ?", "reference_answer": "dix euros"}
+        for i in range(n)
+    ]
     outputs = [
         {
             "question_id": f"q{i}",
@@ -115,6 +98,42 @@ def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
         for i in range(n)
         for m in range(5)
     ]
+    return TeamData(docs, questions, outputs, raters, rating_rows, score_rows)
+
+
+def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
+    from sqlalchemy import text
+
+    import services.reports.service as report_service
+    from services.config import Settings
+    from services.datasets import service as datasets
+    from services.datasets.schemas import DatasetCreate
+    from services.db import make_engine, make_session_factory, run_transaction, upgrade
+    from services.ingest import Row
+    from services.models import Base
+    from services.ratings import service as ratings
+    from services.runs import service as runs
+    from services.runs.schemas import RunCreate
+    from services.scores import service as scores
+
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    upgrade(url)
+    factory = make_session_factory(engine)
+    settings = Settings(database_url=url, data_dir=Path(tempfile.mkdtemp()), report_processes=0)
+    data = team_data(n)
+
+    def setup(s: Any) -> tuple[int, int]:
+        ds = datasets.create_dataset(s, DatasetCreate(name="bench", language="fr")).id
+        datasets.import_documents(s, ds, [Row(i, None, d) for i, d in enumerate(data.docs)])
+        datasets.import_questions(s, ds, [Row(i, None, q) for i, q in enumerate(data.questions)])
+        run_id = runs.create_run(s, ds, RunCreate(name="r")).id
+        return ds, run_id
+
+    _, run_id = run_transaction(factory, setup)
+    outputs, raters, rating_rows, score_rows = data.outputs, data.raters, data.rating_rows, data.score_rows
     res: dict[str, tuple[float, float | None]] = {}
     t, _ = timed(
         run_transaction,
@@ -177,7 +196,7 @@ def run(url: str, n: int) -> dict[str, tuple[float, float | None]]:
         conn.execute(
             text("INSERT INTO floor_chunk VALUES (:a, :b, :c, :d, :t, :s)"),
             [
-                {"a": i, "b": j, "c": 10 * j, "d": 10 * j + 200, "t": docs[0]["text"][:200], "s": 1.0}
+                {"a": i, "b": j, "c": 10 * j, "d": 10 * j + 200, "t": data.docs[0]["text"][:200], "s": 1.0}
                 for i in range(n)
                 for j in range(5)
             ],

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ def build_team_run(url: str, n: int) -> int:
     """bench/imports.py's run, imported through the service: n outputs x 5 chunks, 2 raters, 5 metrics."""
     from sqlalchemy import text
 
+    from bench.imports import team_data  # the same rows as bench/imports.py
     from services.datasets import service as datasets
     from services.datasets.schemas import DatasetCreate
     from services.db import make_engine, make_session_factory, run_transaction, upgrade
@@ -64,50 +64,16 @@ def build_team_run(url: str, n: int) -> int:
             conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
     upgrade(url)
     factory = make_session_factory(engine)
-    rng = random.Random(0)
-    words = "le forfait coûte dix euros par mois sans engagement avec la fibre et la box".split()
-    docs = [
-        {"external_id": f"d{i}", "text": " ".join(rng.choice(words) for _ in range(3000))} for i in range(100)
-    ]
+    data = team_data(n)
 
     def setup(s: Any) -> int:
         ds = datasets.create_dataset(s, DatasetCreate(name="bench", language="fr")).id
-        datasets.import_documents(s, ds, [Row(i, None, d) for i, d in enumerate(docs)])
-        qs = [
-            {"external_id": f"q{i}", "question": f"Question {i} ?", "reference_answer": "dix euros"}
-            for i in range(n)
-        ]
-        datasets.import_questions(s, ds, [Row(i, None, q) for i, q in enumerate(qs)])
+        datasets.import_documents(s, ds, [Row(i, None, d) for i, d in enumerate(data.docs)])
+        datasets.import_questions(s, ds, [Row(i, None, q) for i, q in enumerate(data.questions)])
         return runs.create_run(s, ds, RunCreate(name="r")).id
 
     run_id = run_transaction(factory, setup)
-    outputs = [
-        {
-            "question_id": f"q{i}",
-            "answer": f"Le forfait coûte dix euros ({i}).",
-            "retrieved": [
-                {
-                    "document_id": f"d{(i + j) % 100}",
-                    "start": 10 * j,
-                    "end": 10 * j + 200,
-                    "score": 1 / (j + 1),
-                }
-                for j in range(5)
-            ],
-        }
-        for i in range(n)
-    ]
-    raters = [{"name": f"r{i}"} for i in range(2)]
-    rating_rows = [
-        {"question_id": f"q{i}", "rater": r["name"], "score": 1 + (i + k) % 5}
-        for i in range(n)
-        for k, r in enumerate(raters)
-    ]
-    score_rows = [
-        {"question_id": f"q{i}", "metric": f"external.m{m}", "value": rng.random()}
-        for i in range(n)
-        for m in range(5)
-    ]
+    outputs, raters, rating_rows, score_rows = data.outputs, data.raters, data.rating_rows, data.score_rows
     run_transaction(factory, runs.import_outputs, run_id, [Row(i, None, o) for i, o in enumerate(outputs)])
     run_transaction(factory, ratings.create_raters, [Row(i, None, r) for i, r in enumerate(raters)])
     run_transaction(
