@@ -26,7 +26,7 @@ from services.ratings.schemas import (
     PreferenceIn,
     PreferenceRead,
 )
-from services.ratings.service import implied_rubric, unknown_rater
+from services.ratings.service import implied_rubric, rubric_errors, unknown_rater
 from services.runs.repository import RunRepository
 from services.validation import duplicate_errors, invalid_rows, validate_rows
 
@@ -118,19 +118,9 @@ def import_preferences(session: Session, run_a: int, run_b: int, rows: list[Row]
                             row.line,
                         )
                     )
-        if rubric is None:
-            errors.append(ItemError(row.index, "rubric", f"unknown rubric {rubric_name!r}", row.line))
-        elif not rubric.min_score <= item.preference <= rubric.max_score:
-            errors.append(
-                ItemError(
-                    row.index,
-                    "preference",
-                    f"{item.preference} is outside the scale {rubric.min_score}..{rubric.max_score} of "
-                    f"{rubric.name!r}",
-                    row.line,
-                )
-            )
-        elif pair_rubrics and rubric.name not in pair_rubrics:
+        scale_errors = rubric_errors(row, "preference", item.preference, rubric, rubric_name)
+        errors.extend(scale_errors)
+        if rubric is not None and not scale_errors and pair_rubrics and rubric.name not in pair_rubrics:
             errors.append(
                 ItemError(
                     row.index,

@@ -116,6 +116,16 @@ def unknown_rater(row: Row, name: str) -> ItemError:
     return ItemError(row.index, "rater", f"unknown rater {name!r}; register it with POST /raters", row.line)
 
 
+def rubric_errors(row: Row, field: str, value: float, rubric: Rubric | None, name: str) -> list[ItemError]:
+    """The row's rubric unknown, or its ``field`` (``value``) outside the rubric's scale."""
+    if rubric is None:
+        return [ItemError(row.index, "rubric", f"unknown rubric {name!r}", row.line)]
+    if not rubric.min_score <= value <= rubric.max_score:
+        reason = f"{value} is outside the scale {rubric.min_score}..{rubric.max_score} of {rubric.name!r}"
+        return [ItemError(row.index, field, reason, row.line)]
+    return []
+
+
 def _check_author(session: Session, run_id: int, author: str, author_id: int | None) -> None:
     if author_id is None or not TaskRepository(session).rates_run(run_id, author_id):
         raise Forbidden(f"{author!r} has no rating task on run {run_id}")
@@ -173,19 +183,9 @@ def import_ratings(
                     row.index, "question_id", f"run {run_id} has no output for {item.question_id!r}", row.line
                 )
             )
-        if rubric is None:
-            errors.append(ItemError(row.index, "rubric", f"unknown rubric {rubric_name!r}", row.line))
-        elif not rubric.min_score <= item.score <= rubric.max_score:
-            errors.append(
-                ItemError(
-                    row.index,
-                    "score",
-                    f"{item.score} is outside the scale {rubric.min_score}..{rubric.max_score} "
-                    f"of {rubric.name!r}",
-                    row.line,
-                )
-            )
-        elif run_rubrics and rubric.name not in run_rubrics:
+        scale_errors = rubric_errors(row, "score", item.score, rubric, rubric_name)
+        errors.extend(scale_errors)
+        if rubric is not None and not scale_errors and run_rubrics and rubric.name not in run_rubrics:
             errors.append(
                 ItemError(
                     row.index,

@@ -8,7 +8,7 @@ worker threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from cachetools import LRUCache
@@ -37,15 +37,3 @@ class ReportCache(Generic[T]):
             with self._lock:
                 self.misses += 1
                 self._cache[key] = value
-
-    def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """The cached value, or ``compute()`` stored under ``key`` (computed outside the lock)."""
-        hit = self.get(key)
-        if hit is not None:
-            return hit
-        value = compute()
-        if self._cache is not None:
-            with self._lock:
-                self.misses += 1
-                self._cache[key] = value
-        return value
