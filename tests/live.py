@@ -7,7 +7,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -84,3 +84,21 @@ async def health_probe(
     finally:
         done.set()
         await task
+
+
+def concurrently(
+    url: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    requests: Callable[[httpx.AsyncClient], list[Awaitable[httpx.Response]]],
+) -> tuple[list[httpx.Response], list[httpx.Response]]:
+    """Send the requests ``requests(client)`` makes all at once while /healthz is probed; returns their
+    answers and the probes' answers."""
+
+    async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout_s) as client:
+            async with health_probe(client) as probes:
+                answers = await asyncio.gather(*requests(client))
+            return list(answers), probes
+
+    return asyncio.run(scenario())

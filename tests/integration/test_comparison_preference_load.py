@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from collections.abc import Awaitable
 
 import httpx
 
 from tests.conftest import Live
 from tests.integration.test_concurrency import HANG_GUARD_S, N_CLIENTS, N_QUESTIONS, _outputs, _seed
-from tests.live import health_probe
+from tests.live import concurrently
 
 
 def _pair(live: Live) -> tuple[int, int]:
@@ -57,23 +58,16 @@ def _stored(live: Live, a: int, b: int) -> list[dict[str, object]]:
 def test_eight_preference_batches_both_orientations_each_row_once(live_server: Live) -> None:
     a, b = _pair(live_server)
 
-    async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
-        async with httpx.AsyncClient(
-            base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
-        ) as c:
-            async with health_probe(c) as probes:
-                jobs = []
-                for i in range(N_CLIENTS):
-                    params, body = _batch(a, b, i, mirrored=i % 2 == 1)
-                    jobs.append(
-                        c.post(
-                            "/preferences", params=params, content=body, headers={"content-type": "text/csv"}
-                        )
-                    )
-                answers = await asyncio.gather(*jobs)
-            return list(answers), probes
+    def requests(client: httpx.AsyncClient) -> list[Awaitable[httpx.Response]]:
+        jobs: list[Awaitable[httpx.Response]] = []
+        for i in range(N_CLIENTS):
+            params, body = _batch(a, b, i, mirrored=i % 2 == 1)
+            jobs.append(
+                client.post("/preferences", params=params, content=body, headers={"content-type": "text/csv"})
+            )
+        return jobs
 
-    answers, probes = asyncio.run(scenario())
+    answers, probes = concurrently(live_server.url, live_server.headers, HANG_GUARD_S, requests)
     assert [r.status_code for r in answers] == [200] * N_CLIENTS, [r.text[:200] for r in answers]
     assert [r.json()["created"] for r in answers] == [N_QUESTIONS] * N_CLIENTS
     assert probes and all(p.status_code == 200 for p in probes)

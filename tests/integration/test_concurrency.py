@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from collections.abc import Awaitable
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import Live
-from tests.live import health_probe
+from tests.live import concurrently
 
 N_QUESTIONS = 40
 N_CLIENTS = 8
@@ -129,21 +130,21 @@ def test_eight_output_batches_of_the_same_run(live_server: Live) -> None:
 def test_mixed_writers_and_health_stay_answered(live_server: Live, writers: int) -> None:
     run = _seed(live_server)
 
-    async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
-        async with httpx.AsyncClient(
-            base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
-        ) as c:
-            async with health_probe(c) as probes:
-                jobs = []
-                for i in range(writers):
-                    jobs.append(c.post(f"/runs/{run}/ratings", content=_ratings_csv(f"rater-{i}", i),
-                                       headers={"content-type": "text/csv"}))  # fmt: skip
-                    jobs.append(c.post(f"/runs/{run}/outputs", json=_outputs(f"m{i}")))
-                    jobs.append(c.get(f"/runs/{run}/report"))
-                answers = await asyncio.gather(*jobs)
-            return list(answers), probes
+    def requests(client: httpx.AsyncClient) -> list[Awaitable[httpx.Response]]:
+        jobs: list[Awaitable[httpx.Response]] = []
+        for i in range(writers):
+            jobs.append(
+                client.post(
+                    f"/runs/{run}/ratings",
+                    content=_ratings_csv(f"rater-{i}", i),
+                    headers={"content-type": "text/csv"},
+                )
+            )
+            jobs.append(client.post(f"/runs/{run}/outputs", json=_outputs(f"m{i}")))
+            jobs.append(client.get(f"/runs/{run}/report"))
+        return jobs
 
-    answers, probes = asyncio.run(scenario())
+    answers, probes = concurrently(live_server.url, live_server.headers, HANG_GUARD_S, requests)
     assert all(r.status_code == 200 for r in answers), [(r.request.url.path, r.text[:200]) for r in answers]
     assert probes and all(p.status_code == 200 for p in probes)
     # Outputs changed under the ratings: whatever ratings remain are on current answers, the others are in

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from typing import Any
 
 import httpx
 
 from tests import studydata
 from tests.conftest import Live
-from tests.live import health_probe
+from tests.live import concurrently
 
 N_CLIENTS = 8
 HANG_GUARD_S = 120.0
@@ -104,20 +105,15 @@ def test_imports_ratings_and_health_stay_answered(live_server: Live) -> None:
     with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as c:
         assert c.post("/raters", json=[{"name": "alice"}, {"name": "bob"}]).status_code == 200
 
-    async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
-        async with httpx.AsyncClient(
-            base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S
-        ) as c:
-            async with health_probe(c) as probes:
-                jobs = []
-                for i in range(N_CLIENTS):
-                    path, kw = _import(f"mixed-{i}")
-                    jobs.append(c.post(path, **kw))
-                    jobs.append(c.post(f"/runs/{run}/ratings", json=ratings))
-                answers = await asyncio.gather(*jobs)
-            return list(answers), probes
+    def requests(client: httpx.AsyncClient) -> list[Awaitable[httpx.Response]]:
+        jobs: list[Awaitable[httpx.Response]] = []
+        for i in range(N_CLIENTS):
+            path, kw = _import(f"mixed-{i}")
+            jobs.append(client.post(path, **kw))
+            jobs.append(client.post(f"/runs/{run}/ratings", json=ratings))
+        return jobs
 
-    answers, probes = asyncio.run(scenario())
+    answers, probes = concurrently(live_server.url, live_server.headers, HANG_GUARD_S, requests)
     assert all(r.status_code in (200, 201) for r in answers), [
         (r.request.url.path, r.text[:200]) for r in answers
     ]
