@@ -11,7 +11,9 @@ question's difficulty (z = sqrt(.5) u_question + sqrt(.5) e_answer). 2q outputs,
 
 Differences: two metrics on the same outputs (latent rho .6 and .3), the difference of their coefficients
 with the human score, as the report's comparison with the best metric shows it: Zou's interval (on the
-Fisher limits for Pearson, on the Fieller limits for Spearman and Kendall) and the paired BCa bootstrap.
+Fisher limits for Pearson, on the Fieller limits for Spearman and Kendall) and, beside it with ci=bca, the
+jackknife-t of the difference ("jack-t": d -+ t_{n-1} se, se the jackknife SE of d); then the paired BCa and
+percentile bootstraps of the difference, which the report no longer shows because they under-cover.
 
 Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
 ROC AUC interval (BCa) against the population AUC; the held-out figures (Youden's J, kappa, accuracy,
@@ -22,8 +24,8 @@ half's threshold applied to the population, weighted by the half's size).
 Jackknife-t ("jack-t", the report's coefficient interval on pooled runs): tanh(atanh r -+ t_{G-1} se), se
 the jackknife SE of atanh r leaving out one question (all its outputs) at a time, G the questions; on
 single data each output is its own question. "differences-pooled": two metrics' coefficients on the pooled
-simulation, their difference's question BCa (what a pooled report's comparison shows) beside two jackknife
-candidates (d -+ t se of d; Zou's MOVER on the two jackknife-t intervals).
+simulation: the jackknife-t of their difference by question (what a pooled report's comparison shows)
+beside the question BCa and a candidate, Zou's MOVER on the two jackknife-t intervals.
 
 Truths are the population values, estimated once from 3,000,000 simulated outputs (their Monte Carlo error,
 below 0.001, is negligible beside the intervals). Each cell prints coverage with its binomial Monte Carlo
@@ -269,8 +271,9 @@ def _jack_z(jack: Array) -> tuple[Array, float]:
 def jackknife_difference(
     x1: Array, x2: Array, h: Array, method: str, clusters: NDArray[np.int64] | None, kind: str
 ) -> tuple[float | None, float | None]:
-    """Candidates for r1 - r2: 'raw', d -+ t_{G-1} jackknife SE of d; 'zou', Zou's MOVER on the two
-    jackknife-t intervals with c the correlation of the leave-one-out atanh values."""
+    """Intervals of r1 - r2: 'raw', the service's d -+ t_{G-1} jackknife SE of d (what the comparisons
+    show); 'zou', a candidate: Zou's MOVER on the two jackknife-t intervals with c the correlation of the
+    leave-one-out atanh values."""
     keep = np.ones(h.size, dtype=bool)
     units = stats._units(clusters, keep)
     kernel = stats._kernel(method, np.vstack([x1, x2]), h)  # type: ignore[arg-type]
@@ -282,9 +285,8 @@ def jackknife_difference(
     g = jack.shape[1]
     t = float(sps.t.ppf(0.975, g - 1))
     if kind == "raw":
-        d = jack[0] - jack[1]
-        se = math.sqrt((g - 1) / g * float(np.sum((d - d.mean()) ** 2)))
-        return r1 - r2 - t * se, r1 - r2 + t * se
+        res = stats.jackknife_differences_many(x1, {"b": x2}, h, method, clusters=clusters)["b"]  # type: ignore[arg-type]
+        return res.low, res.high
     z1, _ = _jack_z(jack[0])
     z2, _ = _jack_z(jack[1])
     s1 = math.sqrt((g - 1) / g * float(z1 @ z1))
@@ -341,6 +343,7 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
                     x2,
                     h,
                     cell.method,  # type: ignore[arg-type]
+                    ci_method="percentile" if cell.interval == "percentile" else "bca",
                     n_resamples=resamples,
                     seed=rep,
                     clusters=clusters,
@@ -399,6 +402,9 @@ def cells(args: argparse.Namespace) -> list[Cell]:
             for method in ("pearson", "spearman", "kendall"):
                 out.append(Cell("differences", n, 0.0, method, "zou", args.replicates))
                 out.append(Cell("differences", n, 0.0, method, "bca", args.boot_replicates))
+                out.append(Cell("differences", n, 0.0, method, "percentile", args.boot_replicates))
+                out.append(Cell("differences", n, 0.0, method, "jack-t", args.replicates))
+                out.append(Cell("differences", n, 0.0, method, "zou-jack", args.replicates))
         for method in ("pearson", "spearman", "kendall"):
             n = 2 * POOLED_QUESTIONS
             out.append(Cell("differences-pooled", n, 0.0, method, "bca-by-question", args.boot_replicates))

@@ -68,6 +68,7 @@ __all__ = [
     "fisher_ci",
     "fisher_ci_width",
     "jackknife_ci_many",
+    "jackknife_differences_many",
     "kendall",
     "kendall_tie_factor",
     "n_needed_to_separate",
@@ -153,10 +154,11 @@ class BootstrapCI:
 
 @dataclass(frozen=True, slots=True)
 class JackknifeCI:
-    """A jackknife-t interval on Fisher's z: tanh(atanh r -+ t_{G-1} se), se the jackknife standard error
-    of atanh r leaving out one unit at a time (an item, or a whole cluster), G the number of units.
-    ``p_value`` is the two-sided t-test of 0 with the same se and df; ``low``/``high`` None when
-    undefined (``undefined_reason`` says why)."""
+    """A jackknife-t interval: of a coefficient on Fisher's z, tanh(atanh r -+ t_{G-1} se), se the jackknife
+    standard error of atanh r; of a difference of coefficients on its own scale, d -+ t_{G-1} se. One unit
+    (an item, or a whole cluster) left out at a time, G the number of units. ``p_value`` is the two-sided
+    t-test of 0 with the same se and df; ``low``/``high`` None when undefined (``undefined_reason`` says
+    why)."""
 
     low: float | None
     high: float | None
@@ -1462,12 +1464,37 @@ def bootstrap_differences_many(
     "no difference" by inverting it.
     """
     _check_bootstrap_args(ci_method, n_resamples, confidence)
+    patterns, undefined, build = _difference_patterns(reference, others, human, method, clusters)
+    out = {
+        name: _undefined_ci(ci_method, n_resamples, seed, confidence, n, reason)
+        for name, (n, reason) in undefined.items()
+    }
+    out |= _bootstrap_patterns(
+        patterns, build, clusters, ci_method, n_resamples, seed, confidence, chunk_elements
+    )
+    return {name: out[name] for name in others}
+
+
+def _difference_patterns(
+    reference: ArrayLike,
+    others: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    method: CorrMethod,
+    clusters: ArrayLike | None,
+) -> tuple[
+    dict[bytes, list[str]],
+    dict[str, tuple[int, str]],
+    Callable[[NDArray[np.bool_], list[str]], tuple[_Kernel, FloatArray]],
+]:
+    """The other metrics grouped by the items where the reference, the metric and the human score are all
+    present (key: that mask as bytes); those whose difference is undefined, name -> (items, reason); and
+    ``build(keep, names)``: the kernel of r(reference, h) - r(other, h) for a group with its estimates."""
     ref_all = _as_vector(reference, "reference")
     h_all = _as_vector(human, "human")
     if ref_all.size != h_all.size:
         raise ValueError(f"reference has {ref_all.size} values, human has {h_all.size}")
-    out: dict[str, BootstrapCI] = {}
     patterns: dict[bytes, list[str]] = {}
+    undefined: dict[str, tuple[int, str]] = {}
     arrays = {name: _as_vector(x, name) for name, x in others.items()}
     for name, x in arrays.items():
         if x.size != h_all.size:
@@ -1479,7 +1506,7 @@ def bootstrap_differences_many(
             or _min_units_reason(_units(clusters, keep))
         )
         if reason is not None:
-            out[name] = _undefined_ci(ci_method, n_resamples, seed, confidence, int(keep.sum()), reason)
+            undefined[name] = (int(keep.sum()), reason)
         else:
             patterns.setdefault(keep.tobytes(), []).append(name)
 
@@ -1490,9 +1517,59 @@ def bootstrap_differences_many(
         theta_hat = np.array([r_ref - _reference_statistic(method, row, h)[0] for row in x[1:]])
         return _DifferenceKernel(_kernel(method, x, h)), theta_hat
 
-    out |= _bootstrap_patterns(
-        patterns, build, clusters, ci_method, n_resamples, seed, confidence, chunk_elements
-    )
+    return patterns, undefined, build
+
+
+def jackknife_differences_many(
+    reference: ArrayLike,
+    others: Mapping[str, ArrayLike],
+    human: ArrayLike,
+    method: CorrMethod = "pearson",
+    *,
+    confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
+    chunk_elements: int = _DEFAULT_CHUNK_ELEMENTS,
+) -> dict[str, JackknifeCI]:
+    """Jackknife-t interval of d = corr(reference, human) - corr(other, human) for every other metric.
+
+    d -+ t_{G-1, (1+confidence)/2} se, se the jackknife standard error of d leaving out one item at a time,
+    or one question (all its outputs) when ``clusters`` repeat, G the units left out; ``p_value`` is the
+    two-sided t-test of d = 0 with the same se and df, so p < 1 - confidence exactly when the interval leaves
+    0 out. On tied ratings the paired BCa bootstrap of d covers 92.7-94.2% at n = 50-100 where this covers
+    94.6-95.5%, and 94.9-95.2% by question on pooled runs (bench/coverage.py). Items where the reference,
+    the metric and the human score are all present; undefined (reason given) as in
+    ``bootstrap_differences_many``, or when every leave-one-out difference is equal. Raises ValueError on
+    malformed input.
+    """
+    _check_confidence(confidence)
+    patterns, undefined, build = _difference_patterns(reference, others, human, method, clusters)
+    out = {
+        name: JackknifeCI(None, None, None, 0, confidence, n, None, None, why)
+        for name, (n, why) in undefined.items()
+    }
+    for key, names in patterns.items():
+        keep = np.frombuffer(key, dtype=np.bool_)
+        units = _units(clusters, keep)
+        kernel, theta_hat = build(keep, names)
+        jack = _jackknife(kernel, units, chunk_elements)
+        n_clusters = units.q if units.clustered else None
+        g = units.q
+        t = float(sps.t.ppf(0.5 + confidence / 2, g - 1))
+        for j, name in enumerate(names):
+            d = float(theta_hat[j])
+            row = jack[j]
+            why = None
+            if not np.isfinite(row).all():
+                why = "statistic undefined when leaving one unit out (jackknife)"
+            else:
+                se = math.sqrt((g - 1) / g * float(np.sum((row - row.mean()) ** 2)))
+                if se <= 0.0:
+                    why = "degenerate jackknife: every leave-one-out difference is equal"
+            if why is not None:
+                out[name] = JackknifeCI(None, None, None, g - 1, confidence, units.n, n_clusters, None, why)
+                continue
+            p = float(2 * sps.t.sf(abs(d) / se, g - 1))
+            out[name] = JackknifeCI(d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p)
     return {name: out[name] for name in others}
 
 

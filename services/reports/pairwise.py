@@ -257,8 +257,8 @@ def pairwise(
             f"Each question is one pair. Intervals: BCa bootstrap resampling questions ({n_resamples} "
             f"resamples, seed {seed}); p-values from scipy. Comparisons with the best metric: Zou's "
             "interval with Williams' t (Pearson) or a z-test on the Fieller SEs (Spearman, Kendall), Holm "
-            "per coefficient; the bootstrap of the difference by question is shown beside. Sign agreement: "
-            "Wilson score interval."
+            "per coefficient, with the jackknife-t of the difference (leave one question out) beside. Sign "
+            "agreement: Wilson score interval."
         ),
     )
     metrics: list[PairwiseMetric] = []

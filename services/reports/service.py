@@ -214,9 +214,10 @@ def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, 
             f"{n_items} outputs come from {n_questions} distinct questions: outputs of one question are not "
             "independent, so every interval and p-value leaves out or resamples whole questions. "
             "Coefficients: jackknife-t on Fisher's z (leave one question out, t with questions - 1 df; the "
-            "question bootstrap covers only 91-95% at 50 questions, bench/coverage.py); comparisons and "
-            f"pass/fail: question bootstrap ({boot}). Fisher/Fieller intervals and Williams' test would be "
-            "too narrow here."
+            "question bootstrap covers only 91-95% at 50 questions, bench/coverage.py); comparisons with "
+            "the top metric: jackknife-t of the difference, leaving one question out; pass/fail: AUC by "
+            f"question bootstrap ({boot}), held-out figures by question jackknife. Fisher/Fieller intervals "
+            "and Williams' test would be too narrow here."
         )
         if ci == "auto":
             rule = "ci=auto: " + rule
@@ -229,9 +230,10 @@ def interval_mode(ci: CiKind, n_items: int, n_questions: int, n_resamples: int, 
     if ci == "bca":
         rule = (
             f"Paired bootstrap over outputs ({boot}) for every coefficient's interval; scipy p-values. "
-            "Comparisons with the top metric keep Zou's interval and Williams' t or the Fieller z-test "
-            "(the bootstrap of a difference covers only 88-93% at n = 50-100 on tied ratings, "
-            "bench/coverage.py); the bootstrap difference interval is shown beside them."
+            "Comparisons with the top metric keep Zou's interval and Williams' t or the Fieller z-test, "
+            "with the jackknife-t interval of the difference beside them (leave one output out, t with "
+            "n - 1 df): the paired bootstrap of a difference covers only 92.7-94.2% at n = 50-100 on tied "
+            "ratings, bench/coverage.py."
         )
         return IntervalMode(ci, True, False, n_resamples, seed, rule)
     if ci == "auto":
@@ -383,21 +385,13 @@ def _compare(
     ref = _sign(best) * matrix[best.metric]
     oriented = {row.metric: _sign(row) * matrix[row.metric] for row in others}
     clusters = questions if mode.clustered else None
-    # Zou's interval (and Williams' t or the Fieller z-test) on independent outputs: the paired bootstrap
-    # of a difference covers only 0.88-0.93 at n = 50-100 on tied ratings (bench/coverage.py).
+    # Zou's interval (and Williams' t or the Fieller z-test) on independent outputs; the jackknife-t of the
+    # difference beside it with ci=bca, and in its place on pooled runs (by question). The paired BCa
+    # bootstrap of a difference covers only 92.7-94.2% at n = 50-100 on tied ratings (bench/coverage.py).
     analytic = not mode.clustered
-    boot: dict[str, stats.BootstrapCI] = {}
+    jack: dict[str, stats.JackknifeCI] = {}
     if not analytic or mode.bootstrap:
-        boot = stats.bootstrap_differences_many(
-            ref,
-            oriented,
-            human,
-            method,
-            ci_method="bca",
-            n_resamples=mode.n_resamples,
-            seed=mode.seed,
-            clusters=clusters,
-        )
+        jack = stats.jackknife_differences_many(ref, oriented, human, method, clusters=clusters)
     out: list[tuple[MetricRow, Comparison]] = []
     for row in others:
         b = oriented[row.metric]
@@ -412,18 +406,19 @@ def _compare(
         if analytic:
             comp = stats.compare_correlations(ref[keep], b[keep], human[keep], method=method, n_resamples=0)
             _analytic_comparison(c, comp)
-            if row.metric in boot:
-                bci = boot[row.metric]
-                c.bootstrap_low, c.bootstrap_high, c.bootstrap_p = bci.low, bci.high, bci.p_value
+            if row.metric in jack:
+                jci = jack[row.metric]
+                c.jackknife_low, c.jackknife_high, c.jackknife_p = jci.low, jci.high, jci.p_value
         else:
-            bci = boot[row.metric]
+            jci = jack[row.metric]
             ra, rb = _oriented(best, method), _oriented(row, method)
             c.difference = None if ra is None or rb is None else ra - rb
-            c.ci_low, c.ci_high, c.p_value = bci.low, bci.high, bci.p_value
-            c.ci_method, c.p_method = (bci.method, "bootstrap") if bci.low is not None else (None, None)
-            if bci.undefined_reason:
-                c.note = f"bootstrap of the difference undefined: {bci.undefined_reason}"
-            c.bootstrap_low, c.bootstrap_high, c.bootstrap_p = bci.low, bci.high, bci.p_value
+            c.ci_low, c.ci_high, c.p_value = jci.low, jci.high, jci.p_value
+            defined = jci.low is not None
+            c.ci_method, c.p_method = ("jackknife-t", "cluster jackknife") if defined else (None, None)
+            if jci.undefined_reason:
+                c.note = f"jackknife of the difference undefined: {jci.undefined_reason}"
+            c.jackknife_low, c.jackknife_high, c.jackknife_p = jci.low, jci.high, jci.p_value
         out.append((row, c))
     return out
 

@@ -83,15 +83,38 @@ def test_two_identical_runs_pooled_give_the_width_of_one_run(client: TestClient)
         _row(one, "external.b")["spearman_comparison"],
         _row(pooled, "external.b")["spearman_comparison"],
     )
-    # The run alone shows Zou's interval with the bootstrap beside it; pooled, the question bootstrap.
-    assert comp1["ci_method"] == "zou" and comp2["ci_method"] == "bca"
-    assert (comp2["ci_low"], comp2["ci_high"]) == (
-        pytest.approx(comp1["bootstrap_low"], abs=1e-9),
-        pytest.approx(comp1["bootstrap_high"], abs=1e-9),
+    # The run alone shows Zou's interval with the jackknife-t of the difference beside it (ci=bca); pooled,
+    # the jackknife by question, which on an exact copy leaves out what the run alone leaves out.
+    assert comp1["ci_method"] == "zou" and comp2["ci_method"] == "jackknife-t"
+    assert comp2["p_method"] == "cluster jackknife"
+    low, high, p = _jackknife_difference(
+        np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), "spearman"
     )
-    # Pearson's Williams test assumes independent outputs: on pooled runs the comparison is bootstrapped.
+    if comp1["best"] == "external.b":
+        low, high = -high, -low
+    assert (comp1["jackknife_low"], comp1["jackknife_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert (comp2["ci_low"], comp2["ci_high"], comp2["p_value"]) == (
+        pytest.approx(low),
+        pytest.approx(high),
+        pytest.approx(p),
+    )
+    # Pearson's Williams test assumes independent outputs: on pooled runs the comparison is the jackknife.
     pearson2 = _row(pooled, "external.b")["comparison"]
-    assert pearson2["williams_p"] is None and pearson2["p_method"] == "bootstrap"
+    assert pearson2["williams_p"] is None and pearson2["p_method"] == "cluster jackknife"
+
+
+def _jackknife_difference(
+    x: NDArray[np.float64], y: NDArray[np.float64], method: str
+) -> tuple[float, float, float]:
+    """d -+ t(11) se of d = r(x, H) - r(y, H) on the 12 questions, se from scipy's coefficients leaving each
+    question out, and the t-test p of d = 0."""
+    stat = STAT[method]
+    keep = ~np.eye(x.size, dtype=bool)
+    d = np.array([stat(x[k], H[k]) - stat(y[k], H[k]) for k in keep])
+    se = np.sqrt((d.size - 1) / d.size * np.sum((d - d.mean()) ** 2))
+    centre = stat(x, H) - stat(y, H)
+    half = sps.t.ppf(0.975, d.size - 1) * se
+    return float(centre - half), float(centre + half), float(2 * sps.t.sf(abs(centre) / se, d.size - 1))
 
 
 def test_pooled_fisher_request_is_replaced_by_the_question_jackknife(client: TestClient) -> None:
@@ -105,22 +128,6 @@ def test_pooled_fisher_request_is_replaced_by_the_question_jackknife(client: Tes
     fisher_24 = np.tanh(np.arctanh(a1["estimate"]) + np.array([-1, 1]) * 1.959964 / np.sqrt(21))
     assert a2["ci_high"] - a2["ci_low"] > 1.3 * (fisher_24[1] - fisher_24[0])
     assert pooled["by_type"][0]["metrics"]["external.a"]["p_method"] == "cluster jackknife"
-
-
-def _scipy_difference(
-    a: NDArray[np.float64], b: NDArray[np.float64], method: str, n_resamples: int = 2000
-) -> tuple[float, float]:
-    stat = STAT[method]
-    res = sps.bootstrap(
-        (a, b, H),
-        lambda x, y, h: stat(x, h) - stat(y, h),
-        paired=True,
-        vectorized=False,
-        method="BCa",
-        n_resamples=n_resamples,
-        rng=np.random.default_rng(0),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def _rank_zou(x: Any, y: Any, method: str) -> tuple[float, float, float]:
@@ -166,36 +173,40 @@ def test_rank_comparisons_against_scipy(client: TestClient, method: str) -> None
     assert (comp["zou_low"], comp["zou_high"]) == (comp["ci_low"], comp["ci_high"])
     assert comp["ci_method"] == "zou" and comp["p_method"] == "fieller-z"
     assert comp["p_value"] == pytest.approx(p, abs=1e-12)
-    assert comp["bootstrap_low"] is None
+    assert comp["jackknife_low"] is None
     # one comparison in the family: Holm leaves its p alone
     assert comp["holm_p"] == pytest.approx(comp["p_value"])
     assert comp["indistinguishable_from_best"] is (comp["p_value"] >= 0.05)
     assert _row(report, best)[f"{method}_comparison"] is None
-    # ci=bca keeps Zou's interval and shows the paired bootstrap beside it, equal to scipy's
+    # ci=bca keeps Zou's interval and shows the jackknife-t of the difference beside it
     bca = _row(client.get(f"/runs/{run}/report", params={"ci": "bca"}).json(), other)[f"{method}_comparison"]
     assert (bca["ci_low"], bca["ci_method"]) == (pytest.approx(low, abs=1e-12), "zou")
-    b_low, b_high = _scipy_difference(x, y, method, 2000)
-    assert (bca["bootstrap_low"], bca["bootstrap_high"]) == (
-        pytest.approx(b_low, abs=1e-9),
-        pytest.approx(b_high, abs=1e-9),
+    j_low, j_high, j_p = _jackknife_difference(np.asarray(x, dtype=float), np.asarray(y, dtype=float), method)
+    assert (bca["jackknife_low"], bca["jackknife_high"], bca["jackknife_p"]) == (
+        pytest.approx(j_low, abs=1e-12),
+        pytest.approx(j_high, abs=1e-12),
+        pytest.approx(j_p, abs=1e-12),
     )
 
 
-def test_bca_report_exposes_the_bootstrap_difference_of_pearson(client: TestClient) -> None:
+def test_bca_report_shows_the_jackknife_difference_of_pearson(client: TestClient) -> None:
     _, run = study(client)
     fisher = _row(client.get(f"/runs/{run}/report").json(), "external.b")["comparison"]
-    assert fisher["bootstrap_low"] is None and fisher["p_method"] == "williams"
+    assert fisher["jackknife_low"] is None and fisher["p_method"] == "williams"
     params = {"ci": "bca", "n_resamples": 9999}
     bca = _row(client.get(f"/runs/{run}/report", params=params).json(), "external.b")["comparison"]
-    low, high = _scipy_difference(A, B, "pearson", 9999)
-    assert (bca["bootstrap_low"], bca["bootstrap_high"]) == (
-        pytest.approx(low, abs=1e-9),
-        pytest.approx(high, abs=1e-9),
+    low, high, p = _jackknife_difference(np.asarray(A, dtype=float), np.asarray(B, dtype=float), "pearson")
+    assert (bca["jackknife_low"], bca["jackknife_high"], bca["jackknife_p"]) == (
+        pytest.approx(low, abs=1e-12),
+        pytest.approx(high, abs=1e-12),
+        pytest.approx(p, abs=1e-12),
     )
-    # STATS.md section 3: on D, r(A,H) - r(B,H) BCa is about (-0.236, 0.525)
-    assert (low, high) == (pytest.approx(-0.236, abs=0.03), pytest.approx(0.525, abs=0.03))
     assert bca["williams_p"] == pytest.approx(0.6351519788567549)  # Williams stays the tested test
-    assert 0 < bca["bootstrap_p"] <= 1
+    assert bca["jackknife_low"] < bca["difference"] < bca["jackknife_high"]
+    assert (
+        "jackknife-t interval of the difference"
+        in client.get(f"/runs/{run}/report", params=params).json()["interval_rule"]
+    )
 
 
 def test_ci_auto_states_its_rule(client: TestClient) -> None:

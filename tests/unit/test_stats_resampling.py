@@ -275,3 +275,74 @@ def test_jackknife_t_in_correlations_many_and_its_undefined_cases() -> None:
     assert undefined["few"].low is None and undefined["few"].n == 2
     two_questions = stats.jackknife_ci_many({"a": A}, H, clusters=np.arange(12) % 2)["a"]
     assert "fewer than 3 distinct clusters" in (two_questions.undefined_reason or "")
+
+
+# ------------------------------------------------------------------- jackknife-t of a difference
+
+
+def _jackknife_difference_reference(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    h: NDArray[np.float64],
+    method: str,
+    clusters: NDArray[np.int64],
+) -> tuple[float, float, float]:
+    """d -+ t(G-1) se of d = r(a, h) - r(b, h): scipy's coefficients leaving each question out."""
+    stat = REFERENCE[method]
+    labels = np.unique(clusters)
+    d = np.array(
+        [stat(a[clusters != g], h[clusters != g]) - stat(b[clusters != g], h[clusters != g]) for g in labels]
+    )
+    g = labels.size
+    se = np.sqrt((g - 1) / g * np.sum((d - d.mean()) ** 2))
+    t = sps.t.ppf(0.975, g - 1)
+    centre = stat(a, h) - stat(b, h)
+    return float(centre - t * se), float(centre + t * se), float(2 * sps.t.sf(abs(centre) / se, g - 1))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_jackknife_difference_equals_a_loop_over_items_and_questions(method: stats.CorrMethod) -> None:
+    x, h, questions = _pooled_study()
+    rng = np.random.default_rng(8)
+    other = np.round(x + rng.normal(0, 1.0, x.size), 1)
+    res = stats.jackknife_differences_many(x, {"o": other}, h, method, clusters=questions)["o"]
+    low, high, p = _jackknife_difference_reference(x, other, h, method, questions)
+    assert (res.low, res.high, res.p_value) == (pytest.approx(low), pytest.approx(high), pytest.approx(p))
+    assert (res.n, res.n_clusters, res.df) == (80, 40, 39)
+    # One item at a time without clusters, and missing values leave their item out of both coefficients.
+    gappy = B.copy()
+    gappy[[2, 7]] = np.nan
+    alone = stats.jackknife_differences_many(A, {"B": B, "gappy": gappy}, H, method)
+    low1, high1, p1 = _jackknife_difference_reference(A, B, H, method, np.arange(12))
+    assert (alone["B"].low, alone["B"].high, alone["B"].p_value) == (
+        pytest.approx(low1),
+        pytest.approx(high1),
+        pytest.approx(p1),
+    )
+    keep = np.isfinite(gappy)
+    low2, high2, _ = _jackknife_difference_reference(A[keep], B[keep], H[keep], method, np.arange(10))
+    assert (alone["gappy"].low, alone["gappy"].high, alone["gappy"].n) == (
+        pytest.approx(low2),
+        pytest.approx(high2),
+        10,
+    )
+    # Two identical runs by question: the interval of one run, not a narrower one.
+    twice = stats.jackknife_differences_many(
+        np.tile(A, 2), {"B": np.tile(B, 2)}, np.tile(H, 2), method, clusters=np.tile(np.arange(12), 2)
+    )["B"]
+    assert (twice.low, twice.high) == (pytest.approx(low1), pytest.approx(high1))
+
+
+def test_jackknife_difference_undefined_cases() -> None:
+    res = stats.jackknife_differences_many(
+        A, {"same": A.copy(), "constant": np.ones(12), "few": np.r_[B[:2], [np.nan] * 10]}, H
+    )
+    assert res["same"].low is None and "every leave-one-out difference is equal" in (
+        res["same"].undefined_reason or ""
+    )
+    assert res["constant"].undefined_reason == "constant input (x)"
+    assert res["few"].low is None and res["few"].n == 2
+    two_questions = stats.jackknife_differences_many(A, {"B": B}, H, clusters=np.arange(12) % 2)["B"]
+    assert "fewer than 3 distinct clusters" in (two_questions.undefined_reason or "")
+    with pytest.raises(ValueError, match="reference has 11 values"):
+        stats.jackknife_differences_many(A[:11], {"B": B}, H)
