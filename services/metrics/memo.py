@@ -3,12 +3,12 @@
 Re-scoring outputs whose judge answers are all cached makes no judge call, but the libraries still parse
 every cached answer again (~12 ms of CPU each). Their scores are a deterministic function of what they are
 given: the metric and its configuration (library version, judge, language, prompt templates: the score's
-``config_key``), the library-side state they read (Ragas' translated prompts, RAGChecker's checkpoint: the
-adapter's ``memo_basis``), the sample's content, and the judge's answers. Given the same prompts and sample,
-the first request a metric sends is the same; if its cached answer is the same, so is the next request, and
-so on: the same answers give the same requests, the same answers again and the same score. So a score
-computed once from answers ``A`` is what recomputing it would give as long as every answer in ``A`` is
-still the cached one.
+``config_key``), the library-side state they read (the translated Ragas prompts of the metric itself,
+RAGChecker's checkpoint: the adapter's ``memo_basis``), the sample's content, and the judge's answers. Given
+the same prompts and sample, the first request a metric sends is the same; if its cached answer is the same,
+so is the next request, and so on: the same answers give the same requests, the same answers again and the
+same score. So a score computed once from answers ``A`` is what recomputing it would give as long as every
+answer in ``A`` is still the cached one.
 
 An entry (``score_memo`` table) is keyed on ``memo_key`` (metric, config key, basis, sample content) and
 records the score (value or undefined reason, with its details) and ``A`` as {judge-call cache key: digest

@@ -17,7 +17,10 @@ model>/`` (a job with ``refresh_judge_cache`` translates them again). Language c
 expects in ``prompts/languages.json``. No metric keeps English instructions or examples; what stays
 English is Ragas' fixed JSON-format sentence ("Please return the output in a JSON format...") and instructor's
 system message carrying the output schema. If the translation fails, the scores fail (set
-``RAGMETA_JUDGE__LANGUAGE=en`` to score with the English prompts instead).
+``RAGMETA_JUDGE__LANGUAGE=en`` to score with the English prompts instead). A score's memo key
+(services/metrics/memo.py) rests on the translated files of the prompts its own metric uses, never on the
+other files of the folder: another metric translating its prompts (in the same batch or later) leaves it
+alone.
 
 Ragas returns no explanation with these metrics; ``details["explanation"]`` lists the judge's verdicts and
 reasons as Ragas parsed them. Answer relevancy uses the local sentence-transformers model
@@ -67,6 +70,9 @@ _NAN_REASONS = {
 }
 
 _files_lock = threading.Lock()
+_templates_lock = threading.Lock()
+# {metric options: {prompt attribute: (English prompt, its translated file's name)}}
+_templates: dict[str, dict[str, tuple[Any, str]]] = {}
 _userid_lock = threading.Lock()
 _userid_ready = False
 
@@ -175,6 +181,37 @@ def _prompt_load(template: Any, data: dict[str, Any]) -> Any:
     return prompt
 
 
+def _stand_ins() -> tuple[Any, Any]:
+    """A judge and embeddings that pass the collections metrics' checks, for building a metric only to
+    read its prompt templates: neither is ever called."""
+    from ragas.embeddings.base import BaseRagasEmbedding
+    from ragas.llms.base import InstructorBaseRagasLLM
+
+    def unused(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("a metric built to read its prompts is never scored")
+
+    async def aunused(*_: Any, **__: Any) -> Any:
+        unused()
+
+    class NoJudge(InstructorBaseRagasLLM):
+        generate = unused
+        agenerate = aunused
+
+    class NoEmbeddings(BaseRagasEmbedding):
+        embed_text = unused
+        aembed_text = aunused
+
+    return NoJudge(), NoEmbeddings()
+
+
+def _files_digest(files: dict[str, bytes]) -> str:
+    """The memo basis of translated prompts: a digest of their files' names and contents."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    return digest.hexdigest()[:32]
+
+
 def _explain(outputs: list[Any]) -> str:
     """The judge's verdicts and reasons, one line each, from the structured outputs Ragas parsed."""
     lines: list[str] = []
@@ -235,7 +272,7 @@ def _undefined(metric: str, outputs: list[Any]) -> str | None:
 @dataclass(frozen=True)
 class _Prepared:
     metric: Any  # the collections metric object every sample of the call uses
-    basis: str | None  # memo_basis when its prompts were loaded
+    basis: str  # the memo basis of the prompts it was given (their files as read or written)
 
 
 class Adapter(JudgeAdapter):
@@ -316,36 +353,57 @@ class Adapter(JudgeAdapter):
         return {k: v for k, v in vars(metric).items() if isinstance(v, BasePrompt)}
 
     # ------------------------------------------------------------------------------------ prompt language
-    def _prompt_file(self, prompt: Any, ctx: ScoringContext) -> Path:
-        blob = json.dumps(_prompt_dump(prompt), sort_keys=True, ensure_ascii=False)
-        digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        name = f"{type(prompt).__module__}.{type(prompt).__qualname__}-{digest}.json"
-        root = ctx.settings.data_dir / "prompts" / "ragas" / self.prompt_language(ctx)
-        return root / _slug(self.model_name(ctx)) / name
+    def _templates(self) -> dict[str, tuple[Any, str]]:
+        """The metric's English prompts as Ragas builds them, each with the name of its translated file
+        (the prompt's class and a digest of its English text): {attribute: (prompt, file name)}. Built once
+        per process and metric configuration; never modified (adapting or loading a prompt copies it)."""
+        key = json.dumps(self.options, sort_keys=True, default=str)
+        with _templates_lock:
+            found = _templates.get(key)
+            if found is None:
+                judge, embeddings = _stand_ins()
+                found = {}
+                for attr, prompt in self._prompt_attrs(self._build(judge, embeddings)).items():
+                    blob = json.dumps(_prompt_dump(prompt), sort_keys=True, ensure_ascii=False)
+                    digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
+                    found[attr] = (
+                        prompt,
+                        f"{type(prompt).__module__}.{type(prompt).__qualname__}-{digest}.json",
+                    )
+                _templates[key] = found
+            return found
 
-    async def _adapt_prompts(self, llm: Any, ctx: ScoringContext) -> dict[str, Any]:
+    def _prompt_dir(self, ctx: ScoringContext) -> Path:
+        root = ctx.settings.data_dir / "prompts" / "ragas" / self.prompt_language(ctx)
+        return root / _slug(self.model_name(ctx))
+
+    async def _adapt_prompts(self, llm: Any, ctx: ScoringContext) -> tuple[dict[str, Any], str]:
         """The metric's prompts in the judge language: read from disk, else translated once by Ragas. A
-        refreshed job translates them again (once per batch, whichever metric asks first)."""
+        refreshed job translates them again (once per batch, whichever metric asks first). With their memo
+        basis: the digest of the files' contents as read or written here, whatever other files of the folder
+        other metrics are writing meanwhile."""
         session = self.session(ctx)
         language = _language_name(self.prompt_language(ctx))
         adapted: dict[str, Any] = {}
-        for attr, prompt in self._prompt_attrs(self._build(llm)).items():
-            path = self._prompt_file(prompt, ctx)
+        files: dict[str, bytes] = {}
+        for attr, (prompt, name) in self._templates().items():
+            path = self._prompt_dir(ctx) / name
             async with session.lock(str(path)):
                 fresh = session.refresh and str(path) not in session.refreshed
                 if path.is_file() and not fresh:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                    adapted[attr] = _prompt_load(prompt, data)
+                    files[name] = path.read_bytes()
+                    adapted[attr] = _prompt_load(prompt, json.loads(files[name].decode("utf-8")))
                     continue
                 new = await prompt.adapt(language, llm, adapt_instruction=True)
+                files[name] = json.dumps(_prompt_dump(new), ensure_ascii=False, indent=1).encode("utf-8")
                 with _files_lock:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                    tmp.write_text(json.dumps(_prompt_dump(new), ensure_ascii=False, indent=1), "utf-8")
+                    tmp.write_bytes(files[name])
                     os.replace(tmp, path)
                 session.refreshed.add(str(path))
                 adapted[attr] = new
-        return adapted
+        return adapted, _files_digest(files)
 
     # ------------------------------------------------------------------------------------------- scoring
     async def prepare(self, samples: Sequence[Sample], ctx: ScoringContext) -> Any:
@@ -377,9 +435,10 @@ class Adapter(JudgeAdapter):
         # Ragas keeps the judge's intermediate verdicts to itself; recording them gives the explanation.
         llm.agenerate = recording
         adapted: dict[str, Any] = {}
+        basis = ""  # English prompts: the library's own (its version is in the configuration)
         if self.prompt_language(ctx) != "en":
             try:
-                adapted = await asyncio.wait_for(
+                adapted, basis = await asyncio.wait_for(
                     self._adapt_prompts(llm, ctx), self.sample_timeout_s(ctx) * 4
                 )
             except Exception as exc:
@@ -392,30 +451,24 @@ class Adapter(JudgeAdapter):
             setattr(metric, attr, prompt)
         for prompt in self._prompt_attrs(metric).values():
             _cache_json_schema(prompt.output_model)
-        # The translated prompts just loaded, as the score memo identifies them.
-        return _Prepared(metric, self.memo_basis(None, ctx))
+        return _Prepared(metric, basis)
 
     def memo_basis(self, sample: Sample | None, ctx: ScoringContext) -> str | None:
-        """English prompts are the library's own (its version is in the configuration); translated ones are
-        the files under ``<data_dir>/prompts/ragas/<language>/<judge model>/`` (a refreshed job rewrites
-        them): their digest, None before there are any."""
+        """English prompts are the library's own (its version is in the configuration): "". Translated ones
+        are this metric's own files under ``<data_dir>/prompts/ragas/<language>/<judge model>/`` (a
+        refreshed job rewrites them): their digest, None while one of them is missing or unreadable (or the
+        library cannot say which they are: scoring reports why)."""
         if self.prompt_language(ctx) == "en":
             return ""
-        root = (
-            ctx.settings.data_dir
-            / "prompts"
-            / "ragas"
-            / self.prompt_language(ctx)
-            / _slug(self.model_name(ctx))
-        )
         try:
-            files = sorted(p for p in root.iterdir() if p.suffix == ".json")
-            digest = hashlib.sha256()
-            for path in files:
-                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            names = [name for _, name in self._templates().values()]
+        except Exception:
+            return None
+        root = self._prompt_dir(ctx)
+        try:
+            return _files_digest({name: (root / name).read_bytes() for name in names})
         except OSError:
             return None
-        return digest.hexdigest()[:32] if files else None
 
     async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
         inputs = self._inputs(sample)

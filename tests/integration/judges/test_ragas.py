@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -75,6 +76,22 @@ def details(session: Session, metric: str) -> dict[str, dict[str, Any]]:
         .where(MetricScore.metric == metric)
     ).all()
     return {q: dict(d or {}) for q, d in rows}
+
+
+def memoized(session: Session, metrics: list[str]) -> dict[str, list[str]]:
+    """The questions whose last score of each metric came from the score memo."""
+    session.expire_all()
+    return {
+        f"{m}@5": sorted(q for q, d in details(session, f"{m}@5").items() if "score_memo" in d)
+        for m in metrics
+    }
+
+
+def memo_hits(job: dict[str, Any]) -> int:
+    return int(job["summary"].get("score_memo_hits", 0))
+
+
+QUESTIONS = ["q1", "q2", "q3", "q4", "q5"]
 
 
 # --------------------------------------------------------------------------------------- scripted judge
@@ -171,17 +188,26 @@ def test_french_scores_equal_hand_computed_values_and_rerun_is_free(
     # adapted once, kept on disk per language and judge model
     saved = sorted(p.name for p in (settings.data_dir / "prompts/ragas/fr/judge-model").iterdir())
     assert len(saved) == 4 and all(n.endswith(".json") for n in saved)
-    # the same scoring again: the score memo (the translated prompts and judge answers are unchanged)
+    # the same scoring again: every score from the memo (the translated prompts and judge answers are
+    # unchanged), the 5 undefined for a missing input included (their key rests on the prompts too)
     n = len(judge.requests)
     memo = score(client, run, metrics, recompute=True)
-    # (the 6 items without an input the metric needs rest on no judge answer: computed again, no call)
-    assert (memo["done"], memo["summary"]["score_memo_hits"], len(judge.requests)) == (15, 9, n)
+    assert (memo["done"], memo["summary"]["score_memo_hits"], len(judge.requests)) == (15, 15, n)
     assert rows_by_question(client, run) == rows
-    # a translated prompt edited on disk: every Ragas score of that language misses the memo
-    edited = sorted((settings.data_dir / "prompts/ragas/fr/judge-model").iterdir())[0]
+    # context recall's translated prompt edited on disk: context recall's scores miss the memo (its judge
+    # calls are made again with the edited prompt); the other metrics' prompt files did not change, their
+    # scores are still reused
+    folder = settings.data_dir / "prompts/ragas/fr/judge-model"
+    (edited,) = [p for p in folder.iterdir() if ".ContextRecallPrompt-" in p.name]
     edited.write_text(edited.read_text(encoding="utf-8").replace("«fr»", "«fr» "), encoding="utf-8")
     missed = score(client, run, metrics, recompute=True)
-    assert missed["summary"].get("score_memo_hits", 0) == 0
+    assert (missed["done"], missed["summary"]["score_memo_hits"], len(judge.requests)) == (15, 10, n + 3)
+    assert memoized(session, metrics) == {
+        "ragas.faithfulness@5": QUESTIONS,
+        "ragas.context_precision@5": QUESTIONS,
+        "ragas.context_recall@5": [],
+    }
+    assert rows_by_question(client, run) == rows
     edited.write_text(edited.read_text(encoding="utf-8").replace("«fr» ", "«fr»"), encoding="utf-8")
     # without the memo: prompts from disk, judge answers from the gateway cache
     settings.scoring.score_memo = False
@@ -191,6 +217,87 @@ def test_french_scores_equal_hand_computed_values_and_rerun_is_free(
     d = details(session, "ragas.faithfulness@5")["q1"]
     assert d["judge_calls"] == d["cache_hits"] == 2
     assert rows_by_question(client, run) == rows
+
+
+def test_a_metric_translating_its_prompts_leaves_the_memo_keys_of_the_others_alone(
+    settings: Settings, client: TestClient, session: Session
+) -> None:
+    """The metrics of a batch adapt their prompts concurrently, into one folder per language and judge.
+    Here context recall's prompt is translated, and its scores computed, while faithfulness' translations
+    are still held by the judge: its memo key must not depend on files that appear after it was taken."""
+    from ragas.metrics.collections.context_recall.util import ContextRecallPrompt
+    from ragas.prompt.utils import get_all_strings
+
+    template = ContextRecallPrompt()
+    recall_strings = {template.instruction, *get_all_strings(template.examples)}
+    recall_scoring = threading.Event()  # context recall has prepared its metric and is scoring
+    released: list[bool] = []  # per held translation: released because context recall was scoring
+    answer = judge_script(scripted)
+
+    async def held(body: dict[str, Any], i: int) -> AsyncIterator[bytes]:
+        for _ in range(3000):  # at most 30 s
+            if recall_scoring.is_set():
+                break
+            await asyncio.sleep(0.01)
+        released.append(recall_scoring.is_set())
+        yield json.dumps(answer(body, i)).encode()
+
+    def script(body: dict[str, Any], i: int) -> Any:
+        text = all_text(body)
+        if "You are a TRANSLATOR" in text:
+            strings = json.loads(text.split("Statements to translate:", 1)[1].strip())
+            if not set(strings) <= recall_strings:
+                return StreamingResponse(held(body, i), media_type="application/json")
+        if kind(body) == "ContextRecallOutput":
+            recall_scoring.set()
+        return answer(body, i)
+
+    fake = FakeLLM(script=script).start()
+    settings.judge = JudgeSettings(base_url=fake.base_url, model="judge-model", timeout_s=60, retries=1)
+    metrics = ["ragas.faithfulness", "ragas.context_recall"]
+    try:
+        run = make_run(client, "fr")
+        first = score(client, run, metrics)
+        assert (first["done"], first["failed"]) == (10, 0), first["errors"]
+        # the race took place: faithfulness' 4 translations all came after context recall's scoring began
+        assert released == [True] * 4
+        rows = rows_by_question(client, run)
+        n = len(fake.requests)
+        again = score(client, run, metrics, recompute=True)
+        assert (memo_hits(again), len(fake.requests)) == (10, n)
+        assert memoized(session, metrics) == dict.fromkeys(
+            ("ragas.faithfulness@5", "ragas.context_recall@5"), QUESTIONS
+        )
+        assert rows_by_question(client, run) == rows
+    finally:
+        fake.stop()
+
+
+def test_a_later_job_translating_another_metric_leaves_the_memo_keys_alone(
+    judge: FakeLLM, client: TestClient, session: Session
+) -> None:
+    run = make_run(client, "fr")
+    score(client, run, ["ragas.context_recall"])
+    # another metric's prompt translated into the same folder by a later job
+    score(client, run, ["ragas.context_precision"])
+    n = len(judge.requests)
+    again = score(client, run, ["ragas.context_recall"], recompute=True)
+    assert (again["done"], memo_hits(again), len(judge.requests)) == (5, 5, n)
+    assert memoized(session, ["ragas.context_recall"]) == {"ragas.context_recall@5": QUESTIONS}
+
+
+def test_french_answer_relevancy_is_scored_with_its_translated_prompt(
+    judge: FakeLLM, client: TestClient
+) -> None:
+    run = make_run(client, "fr")
+    job = score(client, run, ["ragas.answer_relevancy"])
+    assert (job["done"], job["failed"]) == (5, 0), job["errors"]
+    rows = rows_by_question(client, run)
+    assert all(isinstance(rows[q]["ragas.answer_relevancy"], float) for q in QUESTIONS)
+    scoring = [all_text(r) for r in judge.requests if kind(r) == "AnswerRelevanceOutput"]
+    # Ragas sends the answer alone: 2 distinct answers, 3 generated questions each (the rest from the cache)
+    assert len(scoring) == 2 * 3
+    assert all("«fr» " in p.split("--------EXAMPLES")[0] for p in scoring)
 
 
 def test_every_metric_gives_a_value_with_the_documented_calls_per_sample(
