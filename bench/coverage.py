@@ -27,6 +27,12 @@ single data each output is its own question. "differences-pooled": two metrics' 
 simulation: the jackknife-t of their difference by question (what a pooled report's comparison shows)
 beside the question BCa and a candidate, Zou's MOVER on the two jackknife-t intervals.
 
+Single-run coefficient cells: "bca" is what a report shows with ci=bca: for Pearson, BCa read at the
+small-sample expanded level 2 Phi(sqrt(n/(n-1)) t_{n-1}) - 1 (services.stats.expanded_confidence), for
+Spearman and Kendall scipy's BCa at 95%; "bca-plain" is scipy's BCa at 95% (for Spearman and Kendall the
+same interval; "--match expanded" adds their expanded BCa, which over-covers at n = 50). Pooled cells
+"bca" treat the 2q outputs as independent (what a report must not do).
+
 Truths are the population values, estimated once from 3,000,000 simulated outputs (their Monte Carlo error,
 below 0.001, is negligible beside the intervals). Each cell prints coverage with its binomial Monte Carlo
 standard error; the target band is 93.5-96.5%. Bootstrap intervals use fewer replicates (each costs a
@@ -351,16 +357,26 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
                 low, high = b.low, b.high
         elif cell.interval.startswith("jack-t"):
             low, high = jackknife_t_interval(x, h, cell.method, clusters)
-        elif cell.interval in ("bca", "percentile", "bca-by-question", "pct-by-question"):
-            b = stats.bootstrap_ci(
-                x,
+        elif cell.interval in (
+            "bca",
+            "bca-plain",
+            "bca-expanded",
+            "percentile",
+            "bca-by-question",
+            "pct-by-question",
+        ):
+            b = stats.bootstrap_ci_many(
+                {"x": x},
                 h,
                 cell.method,  # type: ignore[arg-type]
                 ci_method="percentile" if cell.interval.startswith("p") else "bca",
                 n_resamples=resamples,
                 seed=rep,
                 clusters=clusters if cell.interval.endswith("by-question") else None,
-            )
+                # What a single-run report shows with ci=bca: Pearson's read at the expanded level.
+                expand=cell.interval == "bca-expanded"
+                or (cell.scenario == "single" and cell.interval == "bca" and cell.method == "pearson"),
+            )["x"]
             low, high = b.low, b.high
         else:
             low, high = _analytic(x, h, cell.method, cell.interval)
@@ -386,6 +402,10 @@ def cells(args: argparse.Namespace) -> list[Cell]:
                 for method, intervals in analytic.items():
                     out += [Cell("single", n, rho, method, i, args.replicates) for i in intervals]
                     out.append(Cell("single", n, rho, method, "bca", args.boot_replicates))
+                    if method == "pearson":
+                        out.append(Cell("single", n, rho, method, "bca-plain", args.boot_replicates))
+                    elif args.match and "expanded" in args.match:
+                        out.append(Cell("single", n, rho, method, "bca-expanded", args.boot_replicates))
                     out.append(Cell("single", n, rho, method, "jack-t", args.replicates))
     if "pooled" in args.only:
         n = 2 * POOLED_QUESTIONS

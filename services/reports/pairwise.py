@@ -255,7 +255,8 @@ def pairwise(
         seed=seed,
         rule=(
             f"Each question is one pair. Intervals: BCa bootstrap resampling questions ({n_resamples} "
-            f"resamples, seed {seed}); p-values from scipy. Comparisons with the best metric: Zou's "
+            f"resamples, seed {seed}), Pearson's expanded for small samples (limits read at "
+            "2 Phi(sqrt(n/(n-1)) t(n-1)) - 1); p-values from scipy. Comparisons with the best metric: Zou's "
             "interval with Williams' t (Pearson) or a z-test on the Fieller SEs (Spearman, Kendall), Holm "
             "per coefficient, with the jackknife-t of the difference (leave one question out) beside. Sign "
             "agreement: Wilson score interval."
@@ -307,7 +308,14 @@ def pairwise(
     corr: dict[str, dict[str, stats.CorrelationResult]] = {name: {} for name in deltas}
     for method in METHODS:
         res = stats.correlations_many(
-            deltas, human, method, ci="bca", n_resamples=n_resamples, seed=seed, clusters=questions
+            deltas,
+            human,
+            method,
+            ci="bca",
+            n_resamples=n_resamples,
+            seed=seed,
+            clusters=questions,
+            expand=method == "pearson",
         )
         for name, r in res.items():
             corr[name][method] = r

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy import stats as sps
+from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from services import stats
@@ -346,3 +347,48 @@ def test_jackknife_difference_undefined_cases() -> None:
     assert "fewer than 3 distinct clusters" in (two_questions.undefined_reason or "")
     with pytest.raises(ValueError, match="reference has 11 values"):
         stats.jackknife_differences_many(A[:11], {"B": B}, H)
+
+
+# ------------------------------------------------------------------ small-sample expanded bootstrap
+
+
+def test_expanded_bootstrap_is_scipy_at_the_expanded_level_and_its_p_inverts_it() -> None:
+    g = 12
+    level = 2 * sps.norm.cdf(np.sqrt(g / (g - 1)) * sps.t.ppf(0.975, g - 1)) - 1
+    assert stats.expanded_confidence(0.95, g) == pytest.approx(level, abs=1e-12)
+    assert stats.expanded_confidence(0.95, 50) == pytest.approx(0.9577, abs=5e-4)
+    assert stats.expanded_confidence(0.95, 10_000) == pytest.approx(0.95, abs=1e-4)
+    with pytest.raises(ValueError, match="at least 2 units"):
+        stats.expanded_confidence(0.95, 1)
+    res = stats.bootstrap_ci_many({"a": A}, H, "spearman", n_resamples=2000, seed=1, expand=True)["a"]
+    plain = stats.bootstrap_ci_many({"a": A}, H, "spearman", n_resamples=2000, seed=1)["a"]
+    ref = sps.bootstrap(
+        (A, H),
+        REFERENCE["spearman"],
+        paired=True,
+        vectorized=False,
+        method="BCa",
+        n_resamples=2000,
+        rng=np.random.default_rng(1),
+        confidence_level=level,
+    ).confidence_interval
+    assert (res.low, res.high, res.level) == (pytest.approx(ref.low), pytest.approx(ref.high), level)
+    assert res.confidence == 0.95 and plain.level is None
+    assert res.low is not None and plain.low is not None and res.high is not None and plain.high is not None
+    assert res.low < plain.low and res.high > plain.high
+    # The plain interval reaches 0 at level 1 - p_plain; the expanded one at the nominal c whose expanded
+    # level is that, so its p is 1 - c.
+    assert plain.p_value is not None
+    c = brentq(lambda v: stats.expanded_confidence(v, g) - (1 - plain.p_value), 0.01, 0.999999)
+    assert res.p_value == pytest.approx(1 - c, abs=1e-9)
+    # Clusters: G is the number of questions resampled.
+    twice = stats.bootstrap_ci_many(
+        {"a": np.tile(A, 2)},
+        np.tile(H, 2),
+        "spearman",
+        n_resamples=2000,
+        seed=1,
+        clusters=np.tile(np.arange(g), 2),
+        expand=True,
+    )["a"]
+    assert (twice.low, twice.high, twice.level) == (pytest.approx(ref.low), pytest.approx(ref.high), level)
