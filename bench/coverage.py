@@ -16,7 +16,8 @@ jackknife-t of the difference ("jack-t": d -+ t_{n-1} se, se the jackknife SE of
 percentile bootstraps of the difference, which the report no longer shows because they under-cover.
 
 Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
-ROC AUC interval (BCa) against the population AUC; the held-out figures (Youden's J, kappa, accuracy,
+ROC AUC interval (DeLong's on the logit scale on independent outputs, the question BCa on pooled runs)
+against the population AUC; the held-out figures (Youden's J, kappa, accuracy,
 precision, recall: each half of the questions judged at the Youden threshold of the other half, jackknife-t
 interval leaving one question out) against the population figures of that cross-fitted decision (each
 half's threshold applied to the population, weighted by the half's size).
@@ -433,7 +434,7 @@ def cells(args: argparse.Namespace) -> list[Cell]:
     if "passfail" in args.only:
         for n in SIZES:
             for rho in RHOS:
-                out.append(Cell("passfail", n, rho, "auc", "bca", args.boot_replicates))
+                out.append(Cell("passfail", n, rho, "auc", "delong-logit", args.replicates))
                 out += [Cell("passfail", n, rho, f, "held-out", args.replicates) for f in HELD_OUT]
         for rho in RHOS:
             n = 2 * POOLED_QUESTIONS

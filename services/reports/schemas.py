@@ -143,7 +143,10 @@ class PassFailRow(BaseModel):
     n_questions: int | None = None
     n_pass: int = Field(description="outputs the humans pass (reference >= the pass threshold)")
     n_fail: int
-    auc: Figure = Field(description="ROC AUC of the metric for the human pass (scikit-learn), BCa interval")
+    auc: Figure = Field(
+        description="ROC AUC of the metric for the human pass (scikit-learn); DeLong's interval on the logit "
+        "scale, or a BCa resampling questions when questions repeat"
+    )
     threshold: Figure = Field(
         description="metric value maximising Youden's J on all the data; the metric passes an output at or "
         "above it (at or below for a lower-is-better metric); no interval (see held_out_thresholds)"

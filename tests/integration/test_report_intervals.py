@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 
 from tests.integration.test_reports import R1, R2, A, B, study
-from tests.unit.test_stats_passfail import _held_out_sklearn
+from tests.unit.test_stats_passfail import _delong_logit_reference, _held_out_sklearn
 
 H = (np.array(R1, dtype=float) + np.array(R2, dtype=float)) / 2
 STAT: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], float]] = {
@@ -252,7 +252,10 @@ def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
         assert row["held_out_thresholds"] == pytest.approx(cuts)
         assert row["kappa"]["estimate"] != pytest.approx(cohen_kappa_score(y, pred))
         assert (row["n"], row["n_pass"], row["n_fail"]) == (12, 4, 8)
-        assert row["auc"]["ci_low"] is not None and row["auc"]["ci_method"] == "bca"
+        assert row["auc"]["ci_method"] == "delong-logit"
+        assert (row["auc"]["ci_low"], row["auc"]["ci_high"]) == pytest.approx(
+            _delong_logit_reference(x, y), abs=1e-12
+        )
     assert "near-constant" in rows["external.flat"]["undefined_reason"]
     # a threshold set by the request
     other = client.get(f"/runs/{run}/report", params={"pass_threshold": 3}).json()["pass_fail"]

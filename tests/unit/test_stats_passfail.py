@@ -122,8 +122,48 @@ def test_data_set_d_equals_scikit_learn() -> None:
         assert fig.ci_method == "jackknife-t"
     assert [list(r) for r in res.confusion_held_out or ()] == figures["confusion"]
     assert res.held_out_thresholds == pytest.approx(cuts)
-    assert res.auc.ci_method == "bca" and res.auc.ci_low is not None
-    assert res.auc.ci_low <= (res.auc.estimate or 0) <= (res.auc.ci_high or 0)
+    # AUC on independent outputs: DeLong's interval on the logit scale, written out pair by pair.
+    assert res.auc.ci_method == "delong-logit"
+    assert (res.auc.ci_low, res.auc.ci_high) == pytest.approx(_delong_logit_reference(A, y), abs=1e-12)
+
+
+def _delong_logit_reference(x: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[float, float]:
+    """DeLong (1988) from the full pass x fail comparison matrix (ties one half), then the delta method on
+    logit(AUC) with the normal 0.975 quantile."""
+    pos, neg = x[y == 1], x[y == 0]
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    auc = psi.mean()
+    assert auc == pytest.approx(roc_auc_score(y, x), abs=1e-12)
+    var = psi.mean(axis=1).var(ddof=1) / pos.size + psi.mean(axis=0).var(ddof=1) / neg.size
+    half = sps.norm.ppf(0.975) * np.sqrt(var) / (auc * (1 - auc))
+    logit = np.log(auc / (1 - auc))
+    return float(1 / (1 + np.exp(-(logit - half)))), float(1 / (1 + np.exp(-(logit + half))))
+
+
+def test_delong_auc_and_its_interval_equal_the_pairwise_formula() -> None:
+    rng = np.random.default_rng(3)
+    human = np.clip(np.round(3 + rng.normal(size=60)), 1, 5)
+    metric = np.round(0.2 * human + rng.normal(0, 0.5, 60), 1)  # many ties within and across classes
+    y = (human >= 4).astype(np.int64)
+    res = pass_fail(metric, human, 4.0, n_resamples=0)
+    assert res.auc.ci_method == "delong-logit" and res.auc.undefined_reason is None
+    assert (res.auc.ci_low, res.auc.ci_high) == pytest.approx(_delong_logit_reference(metric, y), abs=1e-12)
+    pos, neg = metric[y == 1], metric[y == 0]
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    auc, var = stats.delong_auc(metric, y == 1)
+    assert auc == pytest.approx(psi.mean(), abs=1e-12)
+    assert var == pytest.approx(
+        psi.mean(axis=1).var(ddof=1) / pos.size + psi.mean(axis=0).var(ddof=1) / neg.size, abs=1e-15
+    )
+    # A lower-is-better metric: the same interval on the oriented score.
+    flipped = pass_fail(-metric, human, 4.0, higher_is_better=False, n_resamples=0)
+    assert (flipped.auc.ci_low, flipped.auc.ci_high) == pytest.approx((res.auc.ci_low, res.auc.ci_high))
+    # Perfect separation: no interval on the logit scale, and it says why.
+    perfect = pass_fail(human, human, 4.0, n_resamples=0)
+    assert perfect.auc.estimate == 1.0 and perfect.auc.ci_low is None
+    assert "AUC of 0 or 1" in (perfect.auc.undefined_reason or "")
+    with pytest.raises(ValueError, match="at least 2 passes and 2 fails"):
+        stats.delong_auc(metric[:3], np.array([True, False, False]))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -181,12 +221,21 @@ def test_resample_kernel_equals_scikit_learn(values: list[tuple[int, bool]], see
         assert row[5] == pytest.approx(want["precision"], abs=1e-12)
 
 
-def test_auc_interval_equals_scipy_bootstrap_of_roc_auc_score() -> None:
+def test_auc_interval_by_question_equals_scipy_bootstrap_of_roc_auc_score() -> None:
     rng = np.random.default_rng(3)
     human = np.clip(np.round(3 + rng.normal(size=60)), 1, 5)
     metric = np.round(0.2 * human + rng.normal(0, 0.5, 60), 1)
     y = (human >= 4).astype(int)
-    res = pass_fail(metric, human, 4.0, n_resamples=1000, seed=7)
+    # Two identical runs pooled: the question BCa draws the very resamples of one run's item bootstrap.
+    res = pass_fail(
+        np.tile(metric, 2),
+        np.tile(human, 2),
+        4.0,
+        n_resamples=1000,
+        seed=7,
+        clusters=np.tile(np.arange(60), 2),
+    )
+    assert res.auc.ci_method == "bca" and res.n_clusters == 60
     ref = sps.bootstrap(
         (metric, y),
         lambda m, t: roc_auc_score(t, m),
@@ -220,7 +269,10 @@ def test_clustered_copy_gives_the_interval_of_one_run() -> None:
         np.tile(A, 2), np.tile(H, 2), 4.0, n_resamples=600, seed=2, clusters=np.tile(np.arange(12), 2)
     )
     assert two.n_clusters == 12 and two.n == 24
-    for name in ("auc", *stats.HELD_OUT_FIGURES):
+    # AUC: DeLong on the run alone, the question BCa pooled (whose resamples are the run's item bootstrap:
+    # test_auc_interval_by_question_equals_scipy_bootstrap_of_roc_auc_score).
+    assert (one.auc.ci_method, two.auc.ci_method) == ("delong-logit", "bca")
+    for name in stats.HELD_OUT_FIGURES:
         a, b = getattr(one, name), getattr(two, name)
         if a.ci_low is None:
             assert b.ci_low is None
