@@ -113,10 +113,17 @@ def my_item(task_id: TaskId, position: Position, session: SessionDep, identity: 
 
 
 @router.put(
-    "/tasks/{task_id}/queue/{position}", response_model=ActionResult, responses=responses(401, 403, 404, 422)
+    "/tasks/{task_id}/queue/{position}",
+    response_model=ActionResult,
+    responses=responses(401, 403, 404, 409, 422),
 )
 def act(
     task_id: TaskId, position: Position, body: ItemAction, session: SessionDep, identity: Rater
 ) -> ActionResult:
-    """Rate (`score`, `comment`), skip, or flag as unratable (`reason`) one item of the caller's queue."""
+    """Rate (`score`, `comment`), skip, or flag as unratable (`reason`) one item of the caller's queue.
+
+    Side by side, send back the `version` of each answer as served by GET (`left_version`, `right_version`):
+    the preference is recorded on those versions, so one given on an answer that changed while the item was
+    open counts as stale in the pairwise report. A version newer than the answer's current one is refused
+    (409, naming the field). Without them (older clients), the versions current at submission are recorded."""
     return service.act(session, task_id, identity.user_id, position, body)

@@ -29,7 +29,7 @@ from app.auth import (
 from app.deps import SessionDep, SettingsDep
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
-from services.errors import Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
+from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
 from services.tasks import service as tasks
 from services.tasks.schemas import Estimate, ItemAction, ItemView
 
@@ -215,7 +215,11 @@ def item_action(
     score: Annotated[str, Form(max_length=10)] = "",
     comment: Annotated[str, Form(max_length=5000)] = "",
     reason: Annotated[str, Form(max_length=1000)] = "",
+    left_version: Annotated[str, Form(max_length=12)] = "",
+    right_version: Annotated[str, Form(max_length=12)] = "",
 ) -> Response:
+    """Side by side, the form carries back the versions of the two answers it showed (hidden fields), so the
+    preference is recorded on what the rater read even if an answer changed while the page was open."""
     me = _signed_in(identity, RATERS)
     if not form_csrf_ok(request, me, csrf):
         raise Forbidden("the form did not carry a valid CSRF token; reload the page and try again")
@@ -225,16 +229,25 @@ def item_action(
         value = int(score) if score.strip() else None
     except ValueError:
         return _item_page(request, session, me, task_id, position, "the score must be a whole number", 422)
+    versions: dict[str, int | None] = {}
+    for field, text in (("left_version", left_version), ("right_version", right_version)):
+        number = text.strip()
+        if number and not (number.isascii() and number.isdigit() and 1 <= int(number) <= 2**31 - 1):
+            error = f"{field}: {text!r} is not an answer version (a whole number from 1); reload the page"
+            return _item_page(request, session, me, task_id, position, error, 422)
+        versions[field] = int(number) if number else None
     try:
         result = tasks.act(
             session,
             task_id,
             me.user_id,
             position,
-            ItemAction(action=action, score=value, comment=comment, reason=reason),
+            ItemAction(action=action, score=value, comment=comment, reason=reason, **versions),
         )
     except InvalidItems as exc:
         return _item_page(request, session, me, task_id, position, exc.detail, 422)
+    except Conflict as exc:  # the page showed a version the answer never had: show the answers as they are
+        return _item_page(request, session, me, task_id, position, exc.detail, 409)
     target = result.next_position
     return RedirectResponse(f"/rate/{task_id}/{target}" if target else f"/rate/{task_id}", status_code=303)
 

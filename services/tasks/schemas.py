@@ -95,6 +95,10 @@ class Answer(BaseModel):
     side: Literal["single", "left", "right"]
     answer: str
     contexts: list[Context] | None
+    version: int = Field(
+        description="the version of this answer served (it moves on when the answer or its contexts change); "
+        "pairwise: send it back as left_version / right_version with the preference"
+    )
 
 
 class ItemView(BaseModel):
@@ -124,6 +128,17 @@ class ItemAction(BaseModel):
     score: int | None = Field(default=None, description="rate: a level of the task's rubric")
     comment: str | None = Field(default=None, max_length=5000)
     reason: str | None = Field(default=None, max_length=1000, description="flag: why it cannot be rated")
+    left_version: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="pairwise rate: the `version` of the left answer served with the item; the preference is "
+        "recorded on it (stale in reports once the answer has changed). Omitted, with right_version: the "
+        "versions current when the preference is saved",
+    )
+    right_version: int | None = Field(
+        default=None, ge=1, le=2**31 - 1, description="pairwise rate: the right answer's `version` as served"
+    )
 
     @field_validator("comment", "reason", mode="before")
     @classmethod

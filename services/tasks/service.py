@@ -5,8 +5,8 @@ Pointwise scores are stored as ordinary ratings (so reports and agreement see th
 preferences stay on the task's items, stored for run A vs run B whatever side each answer was shown on.
 
 Failure modes: NotFound (task, run, position), Forbidden (the caller is not a rater of the task), Conflict
-(task name taken; a rubric other than the one the run is rated with), InvalidItems (bad raters, scales,
-modes).
+(task name taken; a rubric other than the one the run is rated with; a side-by-side preference sent back
+with an answer version the answer never had), InvalidItems (bad raters, scales, modes, versions).
 """
 
 from __future__ import annotations
@@ -350,6 +350,7 @@ def item_view(session: Session, task_id: int, user_id: int | None, position: int
             side=side,
             answer=output.answer or "",
             contexts=_contexts(output) if task.show_contexts else None,
+            version=output.version,
         )
 
     if task.mode == "pairwise":
@@ -381,10 +382,45 @@ def item_view(session: Session, task_id: int, user_id: int | None, position: int
     )
 
 
+def _seen_versions(
+    session: Session, task: RatingTask, item: TaskItem, action: ItemAction
+) -> tuple[int, int] | None:
+    """The versions of run A's and run B's answers a side-by-side preference is given on: the ones served
+    with the item (``left_version`` / ``right_version``, sent back by the page), or when the client sends
+    neither, the current ones. A version the answer has not had (newer than its current one) is refused:
+    the client cannot have been shown it. None for a pointwise item."""
+    lv, rv = action.left_version, action.right_version
+    if task.mode != "pairwise":
+        if lv is not None or rv is not None:
+            field = "left_version" if lv is not None else "right_version"
+            raise _bad(field, "a pointwise item shows one answer; versions go with side-by-side preferences")
+        return None
+    assert item.output_b_id is not None
+    current = RunRepository(session).output_versions([item.output_id, item.output_b_id])
+    if lv is None and rv is None:
+        return current[item.output_id], current[item.output_b_id]
+    if lv is None or rv is None:
+        field = "left_version" if lv is None else "right_version"
+        raise _bad(field, "give both left_version and right_version as served with the item, or neither")
+    left, right = (item.output_b_id, item.output_id) if item.b_on_left else (item.output_id, item.output_b_id)
+    for field, version, output_id in (("left_version", lv, left), ("right_version", rv, right)):
+        if version > current[output_id]:
+            reason = (
+                f"the {field.split('_')[0]} answer has never had version {version} (it is at version"
+                f" {current[output_id]}); reload the item"
+            )
+            raise Conflict(f"{field}: {reason}", [ItemError(None, field, reason)])
+    seen = {left: lv, right: rv}
+    return seen[item.output_id], seen[item.output_b_id]
+
+
 def act(
     session: Session, task_id: int, user_id: int | None, position: int, action: ItemAction
 ) -> ActionResult:
-    """Rate, skip or flag one item of the caller's queue; the rating is recorded under the caller's rater."""
+    """Rate, skip or flag one item of the caller's queue; the rating is recorded under the caller's rater.
+
+    A side-by-side preference records the versions of the two answers it was given on: the ones the client
+    sends back from the item it was served (``left_version`` / ``right_version``), else the current ones."""
     task = _member_task(session, task_id, user_id)
     assert user_id is not None
     if task.mode == "pointwise":
@@ -399,15 +435,14 @@ def act(
     if action.action == "rate":
         if action.score is None or not rubric.min_score <= action.score <= rubric.max_score:
             raise _bad("score", f"give a score in {rubric.min_score}..{rubric.max_score} ({rubric.name})")
-        if task.mode == "pairwise":
-            assert item.output_b_id is not None
+        seen = _seen_versions(session, task, item, action)
+        if seen is not None:
             item.preference = (
                 rubric.min_score + rubric.max_score - action.score if item.b_on_left else action.score
             )
             item.comment = action.comment
             # The answers the preference is given on: once either changes, the preference is stale.
-            versions = RunRepository(session).output_versions([item.output_id, item.output_b_id])
-            item.output_version, item.output_b_version = versions[item.output_id], versions[item.output_b_id]
+            item.output_version, item.output_b_version = seen
         elif existing is None:
             assert rater is not None
             repo.add(
