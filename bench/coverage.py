@@ -226,6 +226,26 @@ def crossfit_interval(
     return iv.ci_low, iv.ci_high, target
 
 
+def auc_contrast(
+    x: Array, h: Array, kind: str, resamples: int, seed: int
+) -> tuple[float | None, float | None]:
+    """What the report no longer shows for AUC on independent outputs: plain DeLong, AUC -+ z se, and the
+    item BCa (the pass/fail kernel's resamples and closed-form jackknife, as reports drew them before)."""
+    passed = h >= PASS_AT
+    if kind == "delong-plain":
+        auc, var = stats.delong_auc(x, passed)
+        half = 1.959963984540054 * math.sqrt(var)
+        return auc - half, auc + half
+    kernel = stats._PassFailKernel(x, passed)
+    units = stats._units(None, np.ones(x.size, dtype=bool))
+    theta_b = stats._bootstrap_distribution(kernel, units, resamples, seed, stats._DEFAULT_CHUNK_ELEMENTS)[0]
+    jack = stats._jackknife(kernel, units, stats._DEFAULT_CHUNK_ELEMENTS)[0]
+    from sklearn.metrics import roc_auc_score
+
+    limits = stats._interval(theta_b[np.isfinite(theta_b)], float(roc_auc_score(passed, x)), jack, 0.95)
+    return (None, None) if isinstance(limits, str) else limits
+
+
 @cache
 def truth_difference(method: str) -> float:
     human, (m1, m2) = single(np.random.default_rng(54321), TRUTH_N, (0.6, 0.3))
@@ -333,6 +353,8 @@ def run_cell(cell: Cell, resamples: int) -> tuple[Cell, int, int, float]:
         high: float | None
         if cell.scenario.startswith("passfail") and cell.interval.startswith("held-out"):
             low, high, target = crossfit_interval(x, h, cell.rho, cell.method, resamples, rep, clusters)
+        elif cell.scenario == "passfail" and cell.interval in ("delong-plain", "bca-item"):
+            low, high = auc_contrast(x, h, cell.interval, resamples, rep)
         elif cell.scenario.startswith("passfail"):
             pf = stats.pass_fail(x, h, PASS_AT, n_resamples=resamples, seed=rep, clusters=clusters)
             figure = getattr(pf, cell.method)
@@ -435,6 +457,8 @@ def cells(args: argparse.Namespace) -> list[Cell]:
         for n in SIZES:
             for rho in RHOS:
                 out.append(Cell("passfail", n, rho, "auc", "delong-logit", args.replicates))
+                out.append(Cell("passfail", n, rho, "auc", "delong-plain", args.replicates))
+                out.append(Cell("passfail", n, rho, "auc", "bca-item", args.boot_replicates))
                 out += [Cell("passfail", n, rho, f, "held-out", args.replicates) for f in HELD_OUT]
         for rho in RHOS:
             n = 2 * POOLED_QUESTIONS

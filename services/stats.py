@@ -1198,6 +1198,10 @@ def bootstrap_p_value(
         return None
     n_resamples = values.size
     below = int(np.count_nonzero(values < null) + np.count_nonzero(values <= null))
+    if below in (0, 2 * n_resamples):
+        # Every limit at every level lies among the resamples, so every interval leaves the null out; the
+        # BCa map of a clamped position would give a p that contradicts it.
+        return 1.0 / n_resamples
     position = min(max(below / (2 * n_resamples), 0.5 / n_resamples), 1 - 0.5 / n_resamples)
     z = float(ndtri(position))
     if jack is not None:
@@ -1226,10 +1230,18 @@ def _intervals(
     n_stats, n_resamples = theta_b.shape
     n_clusters = units.q if units.clustered else None
     level = expanded_confidence(confidence, units.q) if expand else None
+    too_few = level is not None and (1.0 - level) / 2 * n_resamples < _MIN_TAIL_RESAMPLES
     out: list[BootstrapCI] = []
     for j in range(n_stats):
         jj = None if jack is None else jack[j]
-        limits = _interval(theta_b[j], float(theta_hat[j]), jj, confidence if level is None else level)
+        if too_few:
+            assert level is not None
+            limits: tuple[float, float] | str = (
+                f"the small-sample expanded level {level:.6f} ({units.q} units) leaves fewer than "
+                f"{_MIN_TAIL_RESAMPLES} of {n_resamples} resamples beyond each limit"
+            )
+        else:
+            limits = _interval(theta_b[j], float(theta_hat[j]), jj, confidence if level is None else level)
         if isinstance(limits, str):
             out.append(
                 BootstrapCI(
@@ -1238,7 +1250,7 @@ def _intervals(
             )
         else:
             p = bootstrap_p_value(theta_b[j], float(theta_hat[j]), jj)
-            if level is not None and p is not None:
+            if level is not None and p is not None and p > 1.0 / n_resamples:
                 p = _expanded_p(p, units.q)
             out.append(
                 BootstrapCI(
@@ -1258,6 +1270,11 @@ def _intervals(
     return out
 
 
+# An expanded interval reads its limits this many resamples or more inside each tail; at fewer (a handful
+# of units, or few resamples) it is undefined rather than the range of the resamples.
+_MIN_TAIL_RESAMPLES = 10
+
+
 def expanded_confidence(confidence: float, units: int) -> float:
     """The level at which an expanded bootstrap interval is read: 2 Phi(sqrt(G / (G - 1)) t_{G-1}) - 1,
     t_{G-1} the (1 + confidence) / 2 quantile of Student's t with G - 1 df, G the units resampled
@@ -1275,7 +1292,8 @@ def expanded_confidence(confidence: float, units: int) -> float:
 
 def _expanded_p(p: float, units: int) -> float:
     """The p of an expanded interval from the p of the plain one: the nominal 1 - confidence at which the
-    expanded interval's limit reaches the null (the plain interval's limit there is at level 1 - p)."""
+    expanded interval's limit reaches the null (the plain interval's limit there is at level 1 - p). Not
+    for the floor p = 1/n_resamples of a null beyond every resample, which every interval excludes."""
     z = float(ndtri(1 - p / 2))
     return float(min(1.0, 2 * sps.t.sf(z / math.sqrt(units / (units - 1)), units - 1)))
 
@@ -1733,8 +1751,8 @@ def rank_difference(
     formula applied to the three rank coefficients, and z = (atanh r_a - atanh r_b) / sqrt(se_a^2 + se_b^2
     - 2 c se_a se_b) with the same SEs. On averaged 1-5 ratings and judge scores piled at 0 and 1 the
     interval covers 0.938-0.942 at n = 50 and 100, where the paired BCa bootstrap of the difference covers
-    0.89-0.93 (bench/coverage.py). Raises ValueError when a coefficient is +-1, n is too small for the
-    SE formula (Spearman n <= 3, Kendall n <= 4), or a variable is constant.
+    0.930-0.942 (bench/coverage.py, 1,000 data sets per cell). Raises ValueError when a coefficient is
+    +-1, n is too small for the SE formula (Spearman n <= 3, Kendall n <= 4), or a variable is constant.
     """
     ci_kind = "fieller" if method == "spearman" else "fieller-ties"
     r_a = _reference_statistic(method, a, human)[0]
@@ -2375,8 +2393,9 @@ class _PassFailKernel:
 
     def jackknife(self) -> FloatArray:
         """Leave-one-item-out AUC in closed form, O(n log n) (re-running every figure on n resamples of
-        n items was O(n^2): 38 s at 10,000 items). Only AUC has a BCa interval, which is all the jackknife
-        serves; the rows of the percentile figures are NaN.
+        n items was O(n^2): 38 s at 10,000 items); the rows of the other figures are NaN. Reports no longer
+        reach it (AUC on independent outputs has DeLong's interval, and clusters are left out whole through
+        ``resample``): it completes the kernel protocol and gives bench/coverage.py its item-BCa contrast.
 
         Leaving out a pass at value s removes its u = (fails below s) + 1/2 (fails tied with s) from the
         Mann-Whitney sum U, leaving out a fail its v = (passes above) + 1/2 (passes tied):
@@ -2639,9 +2658,14 @@ def delong_auc(score: ArrayLike, passed: ArrayLike) -> tuple[float, float]:
     fail among the passes, V01, give var = s2(V10) / n_pass + s2(V01) / n_fail (sample variances). Raises
     ValueError unless there are at least 2 passes and 2 fails."""
     x = _as_vector(score, "score")
-    y = np.asarray(passed, dtype=bool)
-    if y.shape != x.shape:
-        raise ValueError(f"passed has shape {y.shape}, score {x.shape}")
+    flags = np.asarray(passed)
+    if flags.shape != x.shape:
+        raise ValueError(f"passed has shape {flags.shape}, score {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("score has missing or infinite values: drop incomplete items first")
+    if flags.dtype != np.bool_ and not np.isin(flags, (0, 1)).all():
+        raise ValueError("passed must be booleans or 0/1")
+    y = flags.astype(bool)
     pos, neg = x[y], x[~y]
     m, n = pos.size, neg.size
     if m < 2 or n < 2:

@@ -674,7 +674,6 @@ def build_report(
             n_resamples=mode.n_resamples,
             seed=mode.seed,
             clusters=questions if mode.clustered else None,
-            expand=True,
         )
         metrics.update({name: _corr_of(r) for name, r in res.items()})
         metrics = {col.name: metrics[col.name] for col in overall}

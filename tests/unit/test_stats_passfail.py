@@ -164,6 +164,10 @@ def test_delong_auc_and_its_interval_equal_the_pairwise_formula() -> None:
     assert "AUC of 0 or 1" in (perfect.auc.undefined_reason or "")
     with pytest.raises(ValueError, match="at least 2 passes and 2 fails"):
         stats.delong_auc(metric[:3], np.array([True, False, False]))
+    with pytest.raises(ValueError, match="missing or infinite"):
+        stats.delong_auc([1.0, 2.0, np.nan, 4.0, 5.0], [1, 0, 1, 0, 1])
+    with pytest.raises(ValueError, match="booleans or 0/1"):
+        stats.delong_auc([1.0, 2.0, 3.0, 4.0, 5.0], [1, 0, 1, 0, np.nan])
 
 
 @pytest.mark.parametrize("seed", range(6))

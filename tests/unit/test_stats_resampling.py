@@ -379,7 +379,11 @@ def test_expanded_bootstrap_is_scipy_at_the_expanded_level_and_its_p_inverts_it(
     # The plain interval reaches 0 at level 1 - p_plain; the expanded one at the nominal c whose expanded
     # level is that, so its p is 1 - c.
     assert plain.p_value is not None
-    c = brentq(lambda v: stats.expanded_confidence(v, g) - (1 - plain.p_value), 0.01, 0.999999)
+
+    def expanded(v: float) -> float:
+        return float(2 * sps.norm.cdf(np.sqrt(g / (g - 1)) * sps.t.ppf(0.5 + v / 2, g - 1)) - 1)
+
+    c = brentq(lambda v: expanded(v) - (1 - plain.p_value), 0.01, 0.999999)
     assert res.p_value == pytest.approx(1 - c, abs=1e-9)
     # Clusters: G is the number of questions resampled.
     twice = stats.bootstrap_ci_many(
@@ -392,3 +396,53 @@ def test_expanded_bootstrap_is_scipy_at_the_expanded_level_and_its_p_inverts_it(
         expand=True,
     )["a"]
     assert (twice.low, twice.high, twice.level) == (pytest.approx(ref.low), pytest.approx(ref.high), level)
+
+
+@pytest.mark.parametrize("expand", [False, True])
+def test_bootstrap_p_below_005_exactly_when_the_95_interval_leaves_0_out(expand: bool) -> None:
+    """Small clustered data sets, some with 0 beyond every resample: p and the interval never disagree."""
+    rng = np.random.default_rng(21)
+    checked = beyond = 0
+    for _ in range(150):
+        g = int(rng.integers(12, 25))
+        quality = rng.normal(size=g)
+        human = np.repeat(np.round(3 + quality + rng.normal(0, 0.4, g)), 2)
+        metric = np.repeat(rng.uniform(0.2, 1.2) * quality, 2) + rng.normal(0, 0.5, 2 * g)
+        res = stats.bootstrap_ci_many(
+            {"m": metric},
+            human,
+            "pearson",
+            n_resamples=999,
+            seed=int(rng.integers(1000)),
+            clusters=np.repeat(np.arange(g), 2),
+            expand=expand,
+        )["m"]
+        if res.low is None or res.high is None or res.p_value is None:
+            continue
+        checked += 1
+        beyond += int(res.p_value == pytest.approx(1 / 999))
+        if (res.p_value < 0.05) != (not res.low <= 0.0 <= res.high):
+            # Only where 0 falls in the gap between the resample at the limit and its neighbour: p reads
+            # the resamples' mid-rank there, the limit interpolates between the two.
+            assert abs(res.p_value - 0.05) < 0.01, (g, res)
+    assert checked > 90 and beyond > 0
+
+
+def test_expanded_interval_is_undefined_when_its_tails_hold_too_few_resamples() -> None:
+    g = 4  # level 0.99976: 0.24 of 2,000 resamples beyond each limit
+    res = stats.bootstrap_ci_many(
+        {"a": A}, H, "pearson", n_resamples=2000, clusters=np.arange(12) % g, expand=True
+    )["a"]
+    assert res.low is None and "fewer than 10 of 2000 resamples beyond each limit" in (
+        res.undefined_reason or ""
+    )
+    plain = stats.bootstrap_ci_many({"a": A}, H, "pearson", n_resamples=2000, clusters=np.arange(12) % g)["a"]
+    assert plain.low is not None
+
+
+def test_p_of_a_null_beyond_every_resample_is_the_resolution() -> None:
+    draws = np.linspace(0.2, 0.9, 500)
+    jack = np.linspace(0.5, 0.6, 12)
+    assert stats.bootstrap_p_value(draws, 0.55) == pytest.approx(1 / 500)
+    assert stats.bootstrap_p_value(draws, 0.55, jack) == pytest.approx(1 / 500)
+    assert stats.bootstrap_p_value(-draws, -0.55, jack) == pytest.approx(1 / 500)
