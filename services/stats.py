@@ -2437,6 +2437,7 @@ class _HeldOut:
     point: dict[str, float]
     confusion: tuple[tuple[int, int], tuple[int, int]]
     jack: FloatArray  # (len(HELD_OUT_FIGURES), questions): each figure leaving one question out
+    passed_questions: int  # questions with an output the metric passes: precision's domain
 
 
 def _youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
@@ -2505,7 +2506,8 @@ def _cross_fit(score: FloatArray, passed: NDArray[np.bool_], units: _Units, seed
     per_question = np.vstack([np.bincount(codes, weights=c, minlength=units.q) for c in cells])
     left = per_question.sum(axis=1, keepdims=True) - per_question
     jack = _confusion_figures(*left.astype(np.float64)).T
-    return _HeldOut((cuts[0], cuts[1]), point, confusion, jack)
+    passed_questions = int(np.unique(codes[pred == 1]).size)
+    return _HeldOut((cuts[0], cuts[1]), point, confusion, jack, passed_questions)
 
 
 def default_pass_threshold(scale_min: float, scale_max: float) -> float:
@@ -2586,8 +2588,9 @@ def _pass_fail_point(
 
 
 def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float) -> Interval:
-    """A held-out figure with its jackknife-t interval: estimate -+ t_{G-1} se, se the jackknife SE leaving
-    one question out (the decisions fixed), clipped to the figure's range."""
+    """A held-out figure with its jackknife-t interval: estimate -+ t se, se the jackknife SE leaving one
+    question out (the decisions fixed), t with G - 1 df (precision: the questions the metric passes - 1),
+    clipped to the figure's range."""
     if not isinstance(held, _HeldOut):
         return Interval(None, None, None, None, str(held))
     value = held.point[name]
@@ -2599,7 +2602,12 @@ def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float
         return Interval(value, None, None, "jackknife-t", why)
     g = jack.size
     se = math.sqrt((g - 1) / g * float(np.sum((jack - jack.mean()) ** 2)))
-    half = float(sps.t.ppf(0.5 + confidence / 2, g - 1)) * se
+    # Precision is a mean over the outputs the metric passes, a domain whose size the thresholds set: its t
+    # takes the domain's df, the questions in it - 1 (Korn & Graubard 1999, 5.2). With G - 1 it covered
+    # 92.9-93.1 % at rho 0.3 (bench/coverage.py); recall's domain, the raters' passes, is fixed by the data,
+    # and with its domain df recall over-covers (97.0 % at n = 50).
+    df = max(held.passed_questions - 1, 1) if name == "precision" else g - 1
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     low_bound = -1.0 if name in ("youden_j", "kappa") else 0.0
     return Interval(value, max(low_bound, value - half), min(1.0, value + half), "jackknife-t")
 

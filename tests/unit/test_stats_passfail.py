@@ -91,10 +91,12 @@ def _held_out_sklearn(
 
     out: dict[str, object] = dict(figures(np.ones(y.size, dtype=bool)))
     out["confusion"] = confusion_matrix(y, pred, labels=[0, 1]).tolist()
-    # Jackknife-t: each figure leaving one question out (decisions fixed), t with questions - 1 df.
+    # Jackknife-t: each figure leaving one question out (decisions fixed), t with questions - 1 df;
+    # precision's t with the questions the metric passes - 1 (its domain's df).
     jack = [figures(question != g) for g in range(first.size)]
-    t = sps.t.ppf(0.975, first.size - 1)
+    passed_questions = np.unique(question[pred == 1]).size
     for name in stats.HELD_OUT_FIGURES:
+        t = sps.t.ppf(0.975, (passed_questions if name == "precision" else first.size) - 1)
         values = np.array([j[name] for j in jack])
         se = np.sqrt((values.size - 1) / values.size * np.sum((values - values.mean()) ** 2))
         low = -1.0 if name in ("youden_j", "kappa") else 0.0
