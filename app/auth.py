@@ -14,10 +14,12 @@ import os
 import secrets
 import threading
 from collections.abc import Callable
+from functools import partial
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, Request, Response
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 from itsdangerous import BadSignature, TimestampSigner
@@ -25,7 +27,7 @@ from itsdangerous import BadSignature, TimestampSigner
 from app.settings import Settings
 from services.accounts import service as accounts
 from services.accounts.schemas import Identity, Role
-from services.db import session_scope
+from services.db import run_transaction
 from services.errors import Forbidden, Unauthorized, Unavailable
 
 SESSION_COOKIE = "ragmeta_session"
@@ -115,22 +117,25 @@ def _session_token(request: Request, cookie: str) -> str | None:
     return raw.decode()
 
 
-def current_identity(
+async def current_identity(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     cookie: Annotated[str | None, Depends(_cookie)],
 ) -> Identity | None:
-    """The caller's identity, None when there is no credential. An invalid API key is a 401 at once."""
+    """The caller's identity, None when there is no credential. An invalid API key is a 401 at once.
+
+    The look-up (and the key's hash check) runs in a thread, on a read session of its own, in a slot of the
+    app's credential look-ups (``app.deps.DbSlots``) waited for on the loop."""
     settings: Settings = request.app.state.settings
     identity = None
     if bearer is not None:
-        with session_scope(request.app.state.session_factory) as s:
-            identity = accounts.authenticate_key(s, auth_state(request).hasher, bearer.credentials)
+        identity = await _look_up(
+            request, accounts.authenticate_key, auth_state(request).hasher, bearer.credentials
+        )
     elif cookie:
         token = _session_token(request, cookie)
         if token:
-            with session_scope(request.app.state.session_factory) as s:
-                identity = accounts.session_identity(s, token)
+            identity = await _look_up(request, accounts.session_identity, token)
     if identity is None and not settings.auth.enabled:
         server = request.scope.get("server")
         if not is_loopback(server[0] if server else None):
@@ -140,6 +145,12 @@ def current_identity(
             )
         return OPEN_IDENTITY
     return identity
+
+
+async def _look_up(request: Request, fn: Callable[..., Identity | None], *args: Any) -> Identity | None:
+    state = request.app.state
+    async with state.db_slots.lookups:
+        return await anyio.to_thread.run_sync(partial(run_transaction, state.read_session_factory, fn, *args))
 
 
 IdentityDep = Annotated[Identity | None, Depends(current_identity)]

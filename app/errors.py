@@ -9,7 +9,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -43,7 +44,7 @@ _DESCRIPTIONS = {
     422: "Invalid items; every bad row is listed",
     429: "Too many failed logins; see Retry-After",
     502: "The configured LLM failed after its retries",
-    503: "A required component is not available",
+    503: "A required component is not available, or the database is overloaded; see Retry-After",
 }
 
 
@@ -65,6 +66,26 @@ def _envelope(
 
 
 _HTTP_NAMES = {404: "NotFound", 405: "MethodNotAllowed", 413: "PayloadTooLarge", 415: "UnsupportedMediaType"}
+
+
+# How long a client should wait before retrying a request refused because the database was overloaded.
+DB_BUSY_RETRY_AFTER_S = 5
+# PostgreSQL SQLSTATEs of an overloaded server: too many connections, a lock not obtained in time.
+_BUSY_SQLSTATES = {"53300", "55P03"}
+
+
+def database_busy(exc: BaseException) -> str | None:
+    """Why the database could not take this request now (pool exhausted, SQLite's write lock or PostgreSQL's
+    locks or connections not obtained in time), or None when ``exc`` is not such an overload."""
+    if isinstance(exc, PoolTimeout):
+        return "no database connection became free in time (the connection pool is exhausted)"
+    if isinstance(exc, DBAPIError):
+        if "database is locked" in str(exc.orig):
+            return "the database's write lock was not obtained in time (SQLite: database is locked)"
+        sqlstate = getattr(exc.orig, "sqlstate", None)
+        if sqlstate in _BUSY_SQLSTATES:
+            return f"the database is overloaded (PostgreSQL SQLSTATE {sqlstate})"
+    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -97,6 +118,21 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("integrity error: %s", exc.orig)
         return _envelope(
             409, "Conflict", "a concurrent request changed the same items; nothing was written, retry"
+        )
+
+    @app.exception_handler(PoolTimeout)
+    @app.exception_handler(DBAPIError)
+    async def _database_busy(request: Request, exc: Exception) -> JSONResponse:
+        # The request's transaction was rolled back before this is answered: nothing of it is stored.
+        cause = database_busy(exc)
+        if cause is None:
+            return await _unexpected(request, exc)
+        log.warning("database busy, answered 503: %s", exc)
+        return _envelope(
+            503,
+            "DatabaseBusy",
+            f"{cause}; nothing was written, retry after {DB_BUSY_RETRY_AFTER_S} s",
+            headers={"Retry-After": str(DB_BUSY_RETRY_AFTER_S)},
         )
 
     @app.exception_handler(StarletteHTTPException)

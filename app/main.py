@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 
 from app import docs
 from app.auth import AuthState, access
+from app.deps import DbSlots
 from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard
 from app.routers import (
@@ -41,7 +42,7 @@ from app.routers import (
 from app.settings import Settings, get_settings
 from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
-from services.db import ensure_migrated, make_engine, make_session_factory
+from services.db import ensure_migrated, make_engine, make_session_factory, pool_capacity
 from services.jobs.processes import WorkerProcesses, worker_count
 from services.jobs.queue import make_worker
 from services.jobs.worker import JobContext
@@ -97,6 +98,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Every request holding a database slot can always get a thread, with threads to spare for the rest.
+        threads = anyio.to_thread.current_default_thread_limiter()
+        threads.total_tokens = max(threads.total_tokens, app.state.db_slots.total + 16)
         # Refuse to serve a database that is behind the code (or migrate it, when told to).
         ensure_migrated(engine, settings.database_url, settings.auto_migrate)
         # Scoring's long-lived resources (loop, judge gateway, pools, models) belong to the app.
@@ -139,6 +143,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
     app.state.read_session_factory = make_session_factory(engine, write=False)
+    # Requests wait on the loop for a database slot, one per connection the pool can lend (app.deps.DbSlots).
+    app.state.db_slots = DbSlots(pool_capacity(engine))
     # Report renders are CPU-bound: a few at a time, waiting on the loop rather than in pool threads.
     app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
     # Study imports parse and locate text (CPU) in threads: a few at a time.

@@ -28,6 +28,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
 
 log = logging.getLogger("ragmeta")
 T = TypeVar("T")
@@ -67,6 +68,14 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def pool_capacity(engine: Engine) -> int:
+    """How many connections the engine's pool can lend at once (pool size plus overflow)."""
+    pool = engine.pool
+    if isinstance(pool, QueuePool):
+        return pool.size() + max(pool._max_overflow, 0)
+    return 16
 
 
 _shared: dict[str, sessionmaker[Session]] = {}

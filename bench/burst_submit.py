@@ -1,0 +1,140 @@
+"""A burst of rating submissions at once on loopback: every rater's items of a rating task submitted together
+(PUT /tasks/{id}/queue/{position}) against a served app, with each key's first request in the burst (so API
+key verification runs under load, as after a restart). Printed: status counts, p50/p95/max submit latency.
+
+    python bench/burst_submit.py [--raters 16] [--per-rater 5] [--db-url URL] [--real-hash]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.main import create_app  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from services.accounts import service as accounts  # noqa: E402
+from services.accounts.schemas import KeyCreate, Role  # noqa: E402
+from services.db import make_engine, session_scope, upgrade  # noqa: E402
+from services.models import Base  # noqa: E402
+from tests.live import Served  # noqa: E402
+
+FAST_HASH = {"hash_time_cost": 1, "hash_memory_kib": 1024, "hash_parallelism": 1}
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def reset(url: str) -> None:
+    engine = make_engine(url)
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    engine.dispose()
+    upgrade(url)
+
+
+def run(url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path) -> dict[str, Any]:
+    reset(url)
+    auth: dict[str, Any] = {"enabled": True, **({} if real_hash else FAST_HASH)}
+    settings = Settings(
+        database_url=url,
+        data_dir=data_dir,
+        jobs={"embedded_worker": False},  # type: ignore[arg-type]
+        report_processes=0,
+        auth=auth,  # type: ignore[arg-type]
+    )
+    app = create_app(settings)
+    with session_scope(app.state.session_factory) as s:
+        admin = accounts.issue_key(s, app.state.auth.hasher, KeyCreate(name="admin", role=Role.admin)).key
+        names = [f"r{i}" for i in range(raters)]
+        keys = {
+            n: accounts.issue_key(s, app.state.auth.hasher, KeyCreate(name=n, role=Role.rater)).key
+            for n in names
+        }
+    served = Served(app).start()
+    try:
+        h = {"Authorization": f"Bearer {admin}"}
+        n_q = raters * per_rater
+        with httpx.Client(base_url=served.url, headers=h, timeout=300) as c:
+            ds = c.post("/datasets", json={"name": "burst", "language": "en"}).json()["id"]
+            c.post(
+                f"/datasets/{ds}/documents", json=[{"external_id": "d1", "title": "d", "text": "x " * 500}]
+            )
+            qs = [
+                {"external_id": f"q{i}", "question": f"Q{i}?", "reference_answer": "A."} for i in range(n_q)
+            ]
+            assert c.post(f"/datasets/{ds}/questions", json=qs).status_code == 200
+            run_id = c.post(f"/datasets/{ds}/runs", json={"name": "r"}).json()["id"]
+            outs = [{"question_id": f"q{i}", "answer": f"A{i}.", "retrieved": []} for i in range(n_q)]
+            r = c.post(f"/runs/{run_id}/outputs", json=outs)
+            assert r.status_code == 200, r.text
+            r = c.post(
+                "/tasks", json={"name": "t", "run_id": run_id, "raters": names, "per_output": 1, "seed": 1}
+            )
+            assert r.status_code == 201, r.text
+            task = r.json()["id"]
+
+        async def burst() -> list[tuple[int, float, str]]:
+            async with httpx.AsyncClient(base_url=served.url, timeout=300) as c:
+
+                async def one(name: str, pos: int) -> tuple[int, float, str]:
+                    t0 = time.perf_counter()
+                    r = await c.put(
+                        f"/tasks/{task}/queue/{pos}",
+                        json={"action": "rate", "score": 1 + pos % 5},
+                        headers={"Authorization": f"Bearer {keys[name]}"},
+                    )
+                    return r.status_code, time.perf_counter() - t0, r.text[:160]
+
+                return await asyncio.gather(*(one(n, p) for n in names for p in range(1, per_rater + 1)))
+
+        t0 = time.perf_counter()
+        answers = asyncio.run(burst())
+        wall = time.perf_counter() - t0
+    finally:
+        served.stop()
+    lat = [a[1] for a in answers]
+    codes = Counter(a[0] for a in answers)
+    return {
+        "codes": dict(codes),
+        "p50": statistics.median(lat),
+        "p95": pct(lat, 0.95),
+        "max": max(lat),
+        "wall": wall,
+        "errors": sorted({a[2] for a in answers if a[0] != 200})[:3],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--raters", type=int, default=16)
+    p.add_argument("--per-rater", type=int, default=5)
+    p.add_argument("--db-url", default=None)
+    p.add_argument("--real-hash", action="store_true")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = a.db_url or f"sqlite:///{tmp}/burst.db"
+        out = run(url, a.raters, a.per_rater, a.real_hash, Path(tmp) / "data")
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
