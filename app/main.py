@@ -94,7 +94,7 @@ def _operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     apply_offline_env()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.database_wait_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -211,6 +211,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if "requestBody" in op:
                     extra["400"] = "Malformed body: not UTF-8, not JSON, NaN/Infinity, or nested too deep"
                     extra["413"] = "Request body over the configured size limit"
+                if method.upper() in UNSAFE:
+                    # app.errors: a pool or lock timeout is an overload, answered with Retry-After.
+                    extra["503"] = "The database is overloaded (connection or lock not obtained in time); "
+                    extra["503"] += "nothing was written; retry after Retry-After seconds"
                 for code, text in extra.items():
                     declared.setdefault(
                         code, {"description": text, "content": {"application/json": {"schema": envelope}}}

@@ -1,15 +1,20 @@
 """A burst of rating submissions at once on loopback: every rater's items of a rating task submitted together
-(PUT /tasks/{id}/queue/{position}) against a served app, with each key's first request in the burst (so API
-key verification runs under load, as after a restart). Printed: status counts, p50/p95/max submit latency.
+(PUT /tasks/{id}/queue/{position}) against a served app (uvicorn in this process, real threadpool and pool),
+each key's first request in the burst. Printed: answers by status, p50/p95/max submit latency, wall time.
 
-    python bench/burst_submit.py [--raters 16] [--per-rater 5] [--db-url URL] [--real-hash]
+With --compare REV, the same burst is run on the code of REV (exported to a temporary directory) and on this
+checkout, one after the other, on each database given, and the ratios before/after are printed.
+
+    python bench/burst_submit.py [--raters 16] [--per-rater 5] [--pg-url URL] [--compare REV] [--real-hash]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +25,10 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if "--root" in sys.argv:  # the code under test (another revision's export, for --compare)
+    sys.path.insert(0, sys.argv[sys.argv.index("--root") + 1])
+else:
+    sys.path.insert(0, str(ROOT))
 
 from app.main import create_app  # noqa: E402
 from app.settings import Settings  # noqa: E402
@@ -123,17 +131,55 @@ def run(url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path) 
     }
 
 
+def compare(rev: str, urls: dict[str, str], argv: list[str]) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as before:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", before], input=archive.stdout, check=True)
+        for db, url in urls.items():
+            out = {}
+            for label, root in (("before", before), ("after", str(ROOT))):
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--root", root, "--json", *argv]
+                if url:
+                    cmd += ["--db-url", url]
+                done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=root)
+                out[label] = json.loads(done.stdout.strip().splitlines()[-1])
+            rows.append((db, out))
+    print(f"burst: {argv}; before = {rev}, after = this checkout")
+    print(f"{'db':8} {'code':6} {'answers':>22} {'p50 s':>8} {'p95 s':>8} {'max s':>8} {'wall s':>8}")
+    for db, out in rows:
+        for label in ("before", "after"):
+            o = out[label]
+            codes = " ".join(f"{k}:{v}" for k, v in sorted(o["codes"].items()))
+            times = " ".join(f"{o[k]:8.2f}" for k in ("p50", "p95", "max", "wall"))
+            print(f"{db:8} {label:6} {codes:>22} {times}")
+        b, a = out["before"], out["after"]
+        print(f"{db:8} ratio before/after: p50 {b['p50'] / a['p50']:.1f}x, p95 {b['p95'] / a['p95']:.1f}x")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--raters", type=int, default=16)
     p.add_argument("--per-rater", type=int, default=5)
-    p.add_argument("--db-url", default=None)
-    p.add_argument("--real-hash", action="store_true")
+    p.add_argument("--db-url", default=None, help="run once on this database (default: a new SQLite file)")
+    p.add_argument("--pg-url", default=None, help="with --compare: PostgreSQL too (its tables are dropped)")
+    p.add_argument("--compare", default=None, metavar="REV", help="run REV's code, then this checkout's")
+    p.add_argument(
+        "--real-hash", action="store_true", help="the default Argon2 cost, not the tests' cheapest"
+    )
+    p.add_argument("--root", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.compare:
+        argv = ["--raters", str(a.raters), "--per-rater", str(a.per_rater)] + (
+            ["--real-hash"] if a.real_hash else []
+        )
+        compare(a.compare, {"sqlite": "", **({"postgres": a.pg_url} if a.pg_url else {})}, argv)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         url = a.db_url or f"sqlite:///{tmp}/burst.db"
         out = run(url, a.raters, a.per_rater, a.real_hash, Path(tmp) / "data")
-    print(out)
+    print(json.dumps(out) if a.json else out)
 
 
 if __name__ == "__main__":

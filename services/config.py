@@ -152,6 +152,9 @@ class Settings(BaseSettings):
 
     database_url: str = f"sqlite:///{ROOT / 'var' / 'ragmeta.db'}"
     auto_migrate: bool = False
+    # How long a request waits for a database connection, and on SQLite for the write lock, before it is
+    # answered 503 with Retry-After (an overload: nothing written).
+    database_wait_s: float = Field(default=30.0, gt=0, le=600)
     data_dir: Path = ROOT / "var"
     max_upload_bytes: int = 50 * 1024 * 1024
     # Any other request body (plain JSON endpoints) larger than this gets 413.

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
@@ -40,12 +40,17 @@ class MigrationRequired(RuntimeError):
     """The database is behind the code's migrations (or empty)."""
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, wait_s: float = 30.0) -> Engine:
+    """The engine of ``url``. ``wait_s``: how long a transaction waits for a pooled connection, and on SQLite
+    for the write lock, before failing (the API answers such an overload 503, app.errors)."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        # A file has a queue of connections (an in-memory database one connection per thread, no queue).
+        in_memory = make_url(url).database in (None, "", ":memory:")
+        pooled = {} if in_memory else {"pool_timeout": wait_s}
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": wait_s}, **pooled)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -54,7 +59,7 @@ def make_engine(url: str) -> Engine:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
@@ -67,7 +72,7 @@ def make_engine(url: str) -> Engine:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, pool_timeout=wait_s)
 
 
 def pool_capacity(engine: Engine) -> int:
