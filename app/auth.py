@@ -78,12 +78,65 @@ def load_secret(settings: Settings) -> bytes:
     return path.read_bytes().strip()
 
 
+class _Check:
+    __slots__ = ("done", "rejected")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.rejected = False
+
+
+class KeyChecks:
+    """The first checks of API keys in progress, one per key, so that concurrent first uses of a key cost one
+    Argon2 verification instead of one each (the hasher remembers a key only once a check has succeeded).
+
+    Keyed by the key's SHA-256 (the hasher's memory's own key), never by its prefix: only requests presenting
+    the very same key share a check, so a wrong key sent alongside the right one is checked on its own. The
+    first request runs the ordinary look-up (``_look_up``: a credential slot, a thread, a read session); the
+    others wait on the event loop for it to end, holding no thread, no database slot and no lock, then:
+    - it succeeded: the key is remembered, each runs its own look-up (no Argon2; revocation and the account's
+      state are still read per request);
+    - it answered 401: each answers 401 (the same key against the same stored hash), and nothing is
+      remembered, so the next request checks the key again;
+    - it ended otherwise (a database overload, a cancelled request): each tries again, one leading.
+    Entries are dropped when their check ends. Only the event loop touches the dict, so it needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._running: dict[str, _Check] = {}
+
+    async def identity(self, request: Request, hasher: accounts.KeyHasher, key: str) -> Identity | None:
+        digest = accounts.sha256(key)
+        while not hasher.remembers(digest):
+            running = self._running.get(digest)
+            if running is None:
+                return await self._lead(digest, request, hasher, key)
+            await running.done.wait()
+            if running.rejected:
+                raise Unauthorized(accounts.INVALID_KEY)
+        return await _look_up(request, accounts.authenticate_key, hasher, key)
+
+    async def _lead(
+        self, digest: str, request: Request, hasher: accounts.KeyHasher, key: str
+    ) -> Identity | None:
+        check = self._running[digest] = _Check()
+        try:
+            return await _look_up(request, accounts.authenticate_key, hasher, key)
+        except Unauthorized:
+            check.rejected = True
+            raise
+        finally:
+            del self._running[digest]
+            check.done.set()
+
+
 class AuthState:
     """What the app owns for authentication: the key hasher (with its verified-key memory) and the
     cookie-signing secret, read (or created) on first use so that building the app touches no file."""
 
     def __init__(self, settings: Settings) -> None:
         self.hasher = accounts.KeyHasher(settings.auth)
+        self.key_checks = KeyChecks()
         self._settings = settings
         self._secret: bytes | None = None
         self._lock = threading.Lock()
@@ -125,13 +178,13 @@ async def current_identity(
     """The caller's identity, None when there is no credential. An invalid API key is a 401 at once.
 
     The look-up (and the key's hash check) runs in a thread, on a read session of its own, in a slot of the
-    app's credential look-ups (``app.deps.DbSlots``) waited for on the loop."""
+    app's credential look-ups (``app.deps.DbSlots``) waited for on the loop; concurrent first uses of one key
+    share one hash check (``KeyChecks``)."""
     settings: Settings = request.app.state.settings
     identity = None
     if bearer is not None:
-        identity = await _look_up(
-            request, accounts.authenticate_key, auth_state(request).hasher, bearer.credentials
-        )
+        state = auth_state(request)
+        identity = await state.key_checks.identity(request, state.hasher, bearer.credentials)
     elif cookie:
         token = _session_token(request, cookie)
         if token:

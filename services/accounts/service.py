@@ -4,7 +4,8 @@ Keys look like ``rgm_<prefix>_<secret>``: the prefix finds the stored row, the w
 its Argon2id hash. A key is returned once, when issued; nothing else ever returns or logs it. Verifying
 Argon2 on every request would cost ~0.25 s of CPU each, so a verified key is remembered (by its SHA-256, in
 a bounded LRU) with the stored hash it matched; revocation and deactivation are read from the database on
-every request, so they take effect at once.
+every request, so they take effect at once. Concurrent first uses of one key wait for one check
+(``app.auth.KeyChecks``).
 
 Failure modes: Unauthorized (unknown, revoked or malformed key; inactive account), Conflict (name taken,
 role mismatch), NotFound, InvalidItems (a new account without a role), TooManyRequests (login lockout).
@@ -39,6 +40,7 @@ from services.errors import Conflict, InvalidItems, ItemError, NotFound, TooMany
 from services.models import ApiKey, LoginFailure, Rater, RaterAccount, User, WebSession
 
 KEY_PREFIX = "rgm_"
+INVALID_KEY = "the API key is not valid (unknown, revoked, or its account is inactive)"
 
 
 def _now() -> datetime:
@@ -69,6 +71,12 @@ class KeyHasher:
 
     def hash(self, key: str) -> str:
         return self._ph.hash(key)
+
+    def remembers(self, digest: str) -> bool:
+        """Whether a key of this SHA-256 was verified in this process (against whichever hash it matched):
+        a hint that checking it again costs no Argon2 (``app.auth`` single-flights the keys it does not)."""
+        with self._lock:
+            return digest in self._verified
 
     def verify(self, stored_hash: str, key: str) -> bool:
         digest = sha256(key)
@@ -205,7 +213,7 @@ def authenticate_key(session: Session, hasher: KeyHasher, key: str) -> Identity:
     """The identity of an API key. Raises Unauthorized, with a message that never repeats the key."""
     found = _valid_key(session, hasher, key)
     if found is None:
-        raise Unauthorized("the API key is not valid (unknown, revoked, or its account is inactive)")
+        raise Unauthorized(INVALID_KEY)
     row, user = found
     return _identity(user, "key", key_id=row.id)
 
