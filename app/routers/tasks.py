@@ -122,8 +122,10 @@ def act(
 ) -> ActionResult:
     """Rate (`score`, `comment`), skip, or flag as unratable (`reason`) one item of the caller's queue.
 
-    Side by side, send back the `version` of each answer as served by GET (`left_version`, `right_version`):
-    the preference is recorded on those versions, so one given on an answer that changed while the item was
-    open counts as stale in the pairwise report. A version newer than the answer's current one is refused
-    (409, naming the field). Without them (older clients), the versions current at submission are recorded."""
+    Send back the `version` of the answer as served by GET (`version`; side by side, each answer's as
+    `left_version` and `right_version`): the rating is recorded on that version, so a score given on an answer
+    that changed while the item was open is kept with the ratings of previous answers (counted, left out of
+    the reports) and a preference counts as stale in the pairwise report. A version newer than the answer's
+    current one is refused (409, naming the field). Without them (older clients), the versions current at
+    submission are recorded."""
     return service.act(session, task_id, identity.user_id, position, body)

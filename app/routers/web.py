@@ -217,9 +217,11 @@ def item_action(
     reason: Annotated[str, Form(max_length=1000)] = "",
     left_version: Annotated[str, Form(max_length=12)] = "",
     right_version: Annotated[str, Form(max_length=12)] = "",
+    version: Annotated[str, Form(max_length=12)] = "",
 ) -> Response:
-    """Side by side, the form carries back the versions of the two answers it showed (hidden fields), so the
-    preference is recorded on what the rater read even if an answer changed while the page was open."""
+    """The form carries back the version of the answer it showed (side by side, of the two answers) in
+    hidden fields, so the rating is recorded on what the rater read even if an answer changed while the page
+    was open."""
     me = _signed_in(identity, RATERS)
     if not form_csrf_ok(request, me, csrf):
         raise Forbidden("the form did not carry a valid CSRF token; reload the page and try again")
@@ -230,7 +232,11 @@ def item_action(
     except ValueError:
         return _item_page(request, session, me, task_id, position, "the score must be a whole number", 422)
     versions: dict[str, int | None] = {}
-    for field, text in (("left_version", left_version), ("right_version", right_version)):
+    for field, text in (
+        ("left_version", left_version),
+        ("right_version", right_version),
+        ("version", version),
+    ):
         number = text.strip()
         if number and not (number.isascii() and number.isdigit() and 1 <= int(number) <= 2**31 - 1):
             error = f"{field}: {text!r} is not an answer version (a whole number from 1); reload the page"

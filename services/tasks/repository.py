@@ -7,7 +7,18 @@ from collections.abc import Sequence
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import aliased, selectinload
 
-from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater, User
+from services.models import (
+    Output,
+    Question,
+    Rating,
+    RatingHistory,
+    RatingTask,
+    Rubric,
+    TaskItem,
+    TaskRater,
+    User,
+    utcnow,
+)
 from services.repository import Repository
 
 
@@ -75,6 +86,41 @@ class TaskRepository(Repository):
     def rating(self, output_id: int, rater_id: int) -> Rating | None:
         stmt = select(Rating).where(Rating.output_id == output_id, Rating.rater_id == rater_id)
         return self.session.scalar(stmt)
+
+    def record_earlier_rating(
+        self, output_id: int, version: int, rater_id: int, rubric_id: int, score: int, comment: str | None
+    ) -> None:
+        """A rating given on an earlier version of the output's answer: kept with the ratings of previous
+        answers, at that version. The rater's rating of that version already there (rated before the answer
+        changed, or sent again from the same page) is updated, so there is one per rater and version."""
+        stmt = (
+            select(RatingHistory)
+            .where(
+                RatingHistory.output_id == output_id,
+                RatingHistory.output_version == version,
+                RatingHistory.rater_id == rater_id,
+            )
+            .order_by(RatingHistory.id.desc())
+            .limit(1)
+        )
+        row = self.session.scalar(stmt)
+        now = utcnow()
+        if row is None:
+            self.session.add(
+                RatingHistory(
+                    output_id=output_id,
+                    output_version=version,
+                    rater_id=rater_id,
+                    rubric_id=rubric_id,
+                    score=score,
+                    comment=comment,
+                    created_at=now,
+                    updated_at=now,
+                    invalidated_at=now,
+                )
+            )
+        else:
+            row.score, row.comment, row.rubric_id, row.updated_at = score, comment, rubric_id, now
 
     def ratings_of_outputs(self, output_ids: Sequence[int], rater_ids: Sequence[int]) -> Sequence[Rating]:
         stmt = select(Rating).where(

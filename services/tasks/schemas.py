@@ -97,7 +97,7 @@ class Answer(BaseModel):
     contexts: list[Context] | None
     version: int = Field(
         description="the version of this answer served (it moves on when the answer or its contexts change); "
-        "pairwise: send it back as left_version / right_version with the preference"
+        "send it back with the rating: pointwise as version, pairwise as left_version / right_version"
     )
 
 
@@ -138,6 +138,14 @@ class ItemAction(BaseModel):
     )
     right_version: int | None = Field(
         default=None, ge=1, le=2**31 - 1, description="pairwise rate: the right answer's `version` as served"
+    )
+    version: int | None = Field(
+        default=None,
+        ge=1,
+        le=2**31 - 1,
+        description="pointwise rate: the `version` of the answer served with the item; the score is recorded "
+        "on it (an earlier version than the answer's current one: kept with the ratings of previous answers, "
+        "counted and left out of reports). Omitted: the version current when the score is saved",
     )
 
     @field_validator("comment", "reason", mode="before")

@@ -5,8 +5,8 @@ Pointwise scores are stored as ordinary ratings (so reports and agreement see th
 preferences stay on the task's items, stored for run A vs run B whatever side each answer was shown on.
 
 Failure modes: NotFound (task, run, position), Forbidden (the caller is not a rater of the task), Conflict
-(task name taken; a rubric other than the one the run is rated with; a side-by-side preference sent back
-with an answer version the answer never had), InvalidItems (bad raters, scales, modes, versions).
+(task name taken; a rubric other than the one the run is rated with; a score or a side-by-side preference
+sent back with an answer version the answer never had), InvalidItems (bad raters, scales, modes, versions).
 """
 
 from __future__ import annotations
@@ -393,8 +393,10 @@ def _seen_versions(
     if task.mode != "pairwise":
         if lv is not None or rv is not None:
             field = "left_version" if lv is not None else "right_version"
-            raise _bad(field, "a pointwise item shows one answer; versions go with side-by-side preferences")
+            raise _bad(field, "a pointwise item shows one answer; send its version as version")
         return None
+    if action.version is not None:
+        raise _bad("version", "a side-by-side item shows two answers; send left_version and right_version")
     assert item.output_b_id is not None
     current = RunRepository(session).output_versions([item.output_id, item.output_b_id])
     if lv is None and rv is None:
@@ -414,13 +416,33 @@ def _seen_versions(
     return seen[item.output_id], seen[item.output_b_id]
 
 
+def _seen_version(session: Session, item: TaskItem, action: ItemAction) -> tuple[int, int]:
+    """The version of the answer a pointwise score is given on (``version``, sent back by the page; the
+    current one when the client sends none) and the answer's current version. A version the answer has not
+    had (newer than its current one) is refused: the client cannot have been shown it."""
+    current = RunRepository(session).output_versions([item.output_id])[item.output_id]
+    if action.version is None:
+        return current, current
+    if action.version > current:
+        reason = (
+            f"the answer has never had version {action.version} (it is at version {current}); reload the item"
+        )
+        raise Conflict(f"version: {reason}", [ItemError(None, "version", reason)])
+    return action.version, current
+
+
 def act(
     session: Session, task_id: int, user_id: int | None, position: int, action: ItemAction
 ) -> ActionResult:
     """Rate, skip or flag one item of the caller's queue; the rating is recorded under the caller's rater.
 
-    A side-by-side preference records the versions of the two answers it was given on: the ones the client
-    sends back from the item it was served (``left_version`` / ``right_version``), else the current ones."""
+    A rating records the version of the answer it was given on: the one the client sends back from the item
+    it was served (``version``; side by side ``left_version`` / ``right_version`` for the two answers), else
+    the current one. A score given on an earlier version than the answer's current one (it changed while the
+    item was open) is kept where the ratings of previous answers are (``rating_history``, at that version):
+    counted, and left out of reports and agreement, exactly as a rating of that version retired by the
+    re-import would be. The caller's rating of the current answer, if any, stays: it was given on other text.
+    """
     task = _member_task(session, task_id, user_id)
     assert user_id is not None
     if task.mode == "pointwise":
@@ -443,19 +465,25 @@ def act(
             item.comment = action.comment
             # The answers the preference is given on: once either changes, the preference is stale.
             item.output_version, item.output_b_version = seen
-        elif existing is None:
-            assert rater is not None
-            repo.add(
-                Rating(
-                    output_id=item.output_id,
-                    rater_id=rater.id,
-                    rubric_id=rubric.id,
-                    score=action.score,
-                    comment=action.comment,
-                )
-            )
         else:
-            existing.score, existing.comment, existing.rubric_id = action.score, action.comment, rubric.id
+            assert rater is not None
+            version, current = _seen_version(session, item, action)
+            if version < current:  # the answer changed while the item was open: the score is on the old text
+                repo.record_earlier_rating(
+                    item.output_id, version, rater.id, rubric.id, action.score, action.comment
+                )
+            elif existing is None:
+                repo.add(
+                    Rating(
+                        output_id=item.output_id,
+                        rater_id=rater.id,
+                        rubric_id=rubric.id,
+                        score=action.score,
+                        comment=action.comment,
+                    )
+                )
+            else:
+                existing.score, existing.comment, existing.rubric_id = action.score, action.comment, rubric.id
         item.status, item.flag_reason = "rated", None
     elif action.action == "flag":
         if not action.reason:
