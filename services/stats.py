@@ -1363,6 +1363,12 @@ def _missing_patterns(
     return patterns, undefined
 
 
+def _jackknife_se(values: FloatArray) -> float:
+    """The jackknife standard error from the G leave-one-out values: sqrt((G - 1) / G * sum((v - mean)^2))."""
+    g = values.size
+    return math.sqrt((g - 1) / g * float(np.sum((values - values.mean()) ** 2)))
+
+
 def _jackknife_t(
     estimate: float, jack: FloatArray, confidence: float
 ) -> tuple[float, float, float, float] | str:
@@ -1373,7 +1379,7 @@ def _jackknife_t(
         return "a perfect correlation (|r| = 1) has no interval on Fisher's z"
     g = jack.size
     z = np.arctanh(jack)
-    se = math.sqrt((g - 1) / g * float(np.sum((z - z.mean()) ** 2)))
+    se = _jackknife_se(z)
     if se <= 0.0:
         return "degenerate jackknife: every leave-one-out value is equal"
     t = float(sps.t.ppf(0.5 + confidence / 2, g - 1))
@@ -1630,7 +1636,7 @@ def jackknife_differences_many(
             if not np.isfinite(row).all():
                 why = "statistic undefined when leaving one unit out (jackknife)"
             else:
-                se = math.sqrt((g - 1) / g * float(np.sum((row - row.mean()) ** 2)))
+                se = _jackknife_se(row)
                 if se <= 0.0:
                     why = "degenerate jackknife: every leave-one-out difference is equal"
             if why is not None:
@@ -2601,7 +2607,7 @@ def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float
         why = f"{name} undefined when leaving one question out (no predicted pass, pass or fail left)"
         return Interval(value, None, None, "jackknife-t", why)
     g = jack.size
-    se = math.sqrt((g - 1) / g * float(np.sum((jack - jack.mean()) ** 2)))
+    se = _jackknife_se(jack)
     # Precision is a mean over the outputs the metric passes, a domain whose size the thresholds set: its t
     # takes the domain's df, the questions in it - 1 (Korn & Graubard 1999, 5.2). With G - 1 it covered
     # 92.9-93.1 % at rho 0.3 (bench/coverage.py); recall's domain, the raters' passes, is fixed by the data,
