@@ -102,3 +102,15 @@ def concurrently(
             return list(answers), probes
 
     return asyncio.run(scenario())
+
+
+def rater_task(
+    live: Any, names: list[str], task: dict[str, Any], timeout_s: float
+) -> tuple[int, dict[str, str]]:
+    """An API key for each rater name, then the rating task ``task`` (its JSON body; its ``raters`` are the
+    names) on the served app ``live`` (``url``, admin ``headers``): (task id, rater name -> key)."""
+    with httpx.Client(base_url=live.url, headers=live.headers, timeout=timeout_s) as api:
+        keys = {n: api.post("/keys", json={"name": n, "role": "rater"}).json()["key"] for n in names}
+        r = api.post("/tasks", json={**task, "raters": names})
+        assert r.status_code == 201, r.text
+        return int(r.json()["id"]), keys

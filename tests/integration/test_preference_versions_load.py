@@ -22,6 +22,7 @@ from services.models import Output, Question, Rater, Rating, RatingHistory, Task
 from tests.conftest import Live
 from tests.integration.test_comparison_preference_load import _pair
 from tests.integration.test_concurrency import HANG_GUARD_S, N_CLIENTS, N_QUESTIONS, _outputs, _seed
+from tests.live import rater_task
 
 Served = dict[tuple[str, int], dict[str, Any]]  # (rater, position) -> the item as served
 
@@ -127,12 +128,8 @@ def test_eighty_preferences_racing_two_reimports_keep_the_versions_served(
 ) -> None:
     a, b = _pair(live_server)
     names = [f"sbs-{i}" for i in range(N_CLIENTS)]
-    with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as api:
-        keys = {n: api.post("/keys", json={"name": n, "role": "rater"}).json()["key"] for n in names}
-        body = {"name": "sbs", "mode": "pairwise", "run_id": a, "run_b_id": b, "raters": names}
-        r = api.post("/tasks", json={**body, "per_output": 2, "seed": 11})
-        assert r.status_code == 201, r.text
-        task = int(r.json()["id"])
+    body = {"name": "sbs", "mode": "pairwise", "run_id": a, "run_b_id": b, "per_output": 2, "seed": 11}
+    task, keys = rater_task(live_server, names, body, HANG_GUARD_S)
 
     served = _open_all(live_server, task, keys)
     assert {v for view in served.values() for v in _versions(view).values()} == {1}
@@ -195,12 +192,9 @@ def test_eighty_scores_racing_two_reimports_keep_the_version_served(
 ) -> None:
     run = _seed(live_server)
     names = [f"pw-{i}" for i in range(N_CLIENTS)]
-    with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as api:
-        keys = {n: api.post("/keys", json={"name": n, "role": "rater"}).json()["key"] for n in names}
-        body = {"name": "pw", "run_id": run, "raters": names, "per_output": 2, "seed": 13}
-        r = api.post("/tasks", json=body)
-        assert r.status_code == 201, r.text
-        task = int(r.json()["id"])
+    task, keys = rater_task(
+        live_server, names, {"name": "pw", "run_id": run, "per_output": 2, "seed": 13}, HANG_GUARD_S
+    )
 
     served = _open_all(live_server, task, keys)
     assert {tuple(_versions(view).items()) for view in served.values()} == {(("version", 1),)}

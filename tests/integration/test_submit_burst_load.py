@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from services.models import Rater, Rating, TaskItem, User
 from tests.conftest import Live
 from tests.integration.test_concurrency import HANG_GUARD_S, _seed
+from tests.live import rater_task
 
 N_RATERS = 16
 PER_RATER = 6  # 16 x 6 = 96 items, over the 40 questions
@@ -34,13 +35,9 @@ def test_ninety_six_submits_at_once_are_each_stored_once_or_refused(
 ) -> None:
     run = _seed(live_server)
     names = [f"burst-{i}" for i in range(N_RATERS)]
-    with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as api:
-        keys = {n: api.post("/keys", json={"name": n, "role": "rater"}).json()["key"] for n in names}
-        # 40 outputs, 16 raters: per_output=3 gives 120 items, 7 or 8 per rater; each submits its first 6.
-        body = {"name": "burst", "run_id": run, "raters": names, "per_output": 3, "seed": 5}
-        r = api.post("/tasks", json=body)
-        assert r.status_code == 201, r.text
-        task = int(r.json()["id"])
+    # 40 outputs, 16 raters: per_output=3 gives 120 items, 7 or 8 per rater; each submits its first 6.
+    body = {"name": "burst", "run_id": run, "per_output": 3, "seed": 5}
+    task, keys = rater_task(live_server, names, body, HANG_GUARD_S)
 
     async def burst() -> list[tuple[str, int, httpx.Response]]:
         async with httpx.AsyncClient(base_url=live_server.url, timeout=HANG_GUARD_S) as c:

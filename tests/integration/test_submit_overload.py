@@ -21,7 +21,7 @@ from app.settings import Settings
 from services.models import Rating, TaskItem, User
 from tests.conftest import Live, issue_key
 from tests.integration.test_concurrency import HANG_GUARD_S, _seed
-from tests.live import Served
+from tests.live import Served, rater_task
 
 N_RATERS, PER_RATER = 8, 3
 
@@ -72,12 +72,8 @@ def _rated(engine: Engine, task: int) -> tuple[int, list[str]]:
 def test_submits_refused_while_the_write_lock_is_held_store_nothing(impatient: Live, engine: Engine) -> None:
     run = _seed(impatient)
     names = [f"held-{i}" for i in range(N_RATERS)]
-    with httpx.Client(base_url=impatient.url, headers=impatient.headers, timeout=HANG_GUARD_S) as api:
-        keys = {n: api.post("/keys", json={"name": n, "role": "rater"}).json()["key"] for n in names}
-        body = {"name": "held", "run_id": run, "raters": names, "per_output": 1, "seed": 3}
-        r = api.post("/tasks", json=body)
-        assert r.status_code == 201, r.text
-        task = int(r.json()["id"])
+    body = {"name": "held", "run_id": run, "per_output": 1, "seed": 3}
+    task, keys = rater_task(impatient, names, body, HANG_GUARD_S)
 
     holder = sqlite3.connect(engine.url.database or "", isolation_level=None)
     try:
