@@ -29,11 +29,10 @@ from sqlalchemy.orm import Session
 
 from app.settings import Settings
 from services.db import run_transaction
+from services.types import MAX_ID
 
 T = TypeVar("T")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# The largest id the store can hold (a signed 64-bit integer on both databases).
-MAX_ID = 2**63 - 1
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -121,6 +120,9 @@ def id_path(what: str) -> Any:
 DatasetId = Annotated[int, id_path("dataset")]
 RunId = Annotated[int, id_path("run")]
 JobId = Annotated[int, id_path("job")]
+TaskId = Annotated[int, id_path("rating task")]
+UserId = Annotated[int, id_path("account")]
+KeyId = Annotated[int, id_path("key")]
 
 # numpy's generators take seeds in [0, 2**32); recorded with every bootstrap.
 SeedQuery = Annotated[int, Query(ge=0, le=2**32 - 1, description="bootstrap seed, recorded in the report")]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
+
+# The largest id the store holds (a signed 64-bit integer on both databases), and the bound of every other
+# integer a request may carry (offsets, positions, versions, rubric levels, counts): nothing larger is
+# meaningful, and a larger one would reach the database as an out-of-range parameter.
+MAX_ID = 2**63 - 1
+MAX_INT = 2**31 - 1
 
 
 def _not_a_boolean(value: Any) -> Any:
@@ -15,4 +21,4 @@ def _not_a_boolean(value: Any) -> Any:
 
 
 Number = Annotated[float, BeforeValidator(_not_a_boolean)]
-Integer = Annotated[int, BeforeValidator(_not_a_boolean)]
+Integer = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT), BeforeValidator(_not_a_boolean)]

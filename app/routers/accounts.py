@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from app.auth import auth_state, require
-from app.deps import SessionDep
+from app.deps import KeyId, SessionDep, UserId
 from app.errors import responses
 from services.accounts import service
 from services.accounts.schemas import (
@@ -51,7 +51,7 @@ def create_user(body: UserCreate, session: SessionDep, _: Admin) -> UserRead:
 
 
 @router.patch("/users/{user_id}", response_model=UserRead, responses=responses(401, 403, 404, 409, 422))
-def update_user(user_id: int, body: UserUpdate, session: SessionDep, admin: Admin) -> UserRead:
+def update_user(user_id: UserId, body: UserUpdate, session: SessionDep, admin: Admin) -> UserRead:
     """Change an account's role, or deactivate it (its keys and sessions stop working at once). Admins
     cannot demote or deactivate their own account (409): another admin does."""
     return service.update_user(session, user_id, body, admin)
@@ -71,7 +71,7 @@ def list_keys(session: SessionDep, _: Admin) -> list[KeyRead]:
 
 
 @router.delete("/keys/{key_id}", response_model=KeyRead, responses=responses(401, 403, 404, 409))
-def revoke_key(key_id: int, session: SessionDep, admin: Admin) -> KeyRead:
+def revoke_key(key_id: KeyId, session: SessionDep, admin: Admin) -> KeyRead:
     """Revoke a key; requests with it fail from now on. The key making the request cannot revoke itself
     (409): issue another key and revoke this one with it."""
     return service.revoke_key(session, key_id, admin)

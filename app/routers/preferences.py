@@ -7,12 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.deps import MAX_ID, SessionDep, SettingsDep, run_in_session
+from app.deps import SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.ratings import preferences
 from services.ratings.schemas import PreferenceRead
+from services.types import MAX_ID
 
 router = APIRouter(tags=["ratings"])
 

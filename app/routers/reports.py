@@ -12,7 +12,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from app.deps import MAX_ID, RunId, SeedQuery, SettingsDep, run_in_session
+from app.deps import RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
@@ -20,6 +20,7 @@ from services.reports.cache import ReportCache
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
+from services.types import MAX_ID
 
 router = APIRouter(tags=["reports"])
 T = TypeVar("T")

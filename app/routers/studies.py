@@ -18,6 +18,7 @@ from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
 from services.studies import service
 from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
+from services.types import MAX_ID
 from services.validation import loc_to_field
 
 router = APIRouter(tags=["studies"])
@@ -71,7 +72,9 @@ async def import_study(
     dataset: Annotated[
         str | None, Form(description="dataset name: created, or added to if it exists")
     ] = None,
-    dataset_id: Annotated[int | None, Form(description="an existing dataset to add to")] = None,
+    dataset_id: Annotated[
+        int | None, Form(ge=1, le=MAX_ID, description="an existing dataset to add to")
+    ] = None,
     language: Annotated[str, Form(description="language of a new dataset")] = "en",
     run: Annotated[str | None, Form(description="name of the new run (default: the file name)")] = None,
     format: Annotated[StudyFormat, Form(description="auto detects Ragas, RAGChecker and DeepEval")] = "auto",

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.auth import require
-from app.deps import SessionDep
+from app.deps import SessionDep, TaskId
 from app.errors import responses
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
 from services.scores.service import table_csv
@@ -22,12 +22,11 @@ from services.tasks.schemas import (
     TaskCreate,
     TaskRead,
 )
+from services.types import MAX_INT
 
 router = APIRouter(tags=["rating tasks"])
 EXPORT_ROW = "#/components/schemas/ExportRow"
-# Path ids beyond what the database stores are refused as invalid rather than looked up.
-TaskId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-Position = Annotated[int, Path(ge=1, le=2**31 - 1, description="1-based, in the caller's own order")]
+Position = Annotated[int, Path(ge=1, le=MAX_INT, description="1-based, in the caller's own order")]
 Writer = Annotated[Identity, Depends(require(WRITERS))]
 Reader = Annotated[Identity, Depends(require(READERS))]
 Rater = Annotated[Identity, Depends(require(RATERS))]

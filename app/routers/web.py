@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Query, Request, Response
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
@@ -26,12 +27,13 @@ from app.auth import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
-from app.deps import SessionDep, SettingsDep
+from app.deps import SessionDep, SettingsDep, TaskId
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
 from services.tasks import service as tasks
 from services.tasks.schemas import Estimate, ItemAction, ItemView
+from services.types import MAX_INT
 
 APP_DIR = Path(__file__).resolve().parent.parent
 templates = Jinja2Templates(directory=APP_DIR / "templates")
@@ -75,8 +77,7 @@ class HtmlRoute(APIRoute):
 
 
 router = APIRouter(include_in_schema=False, route_class=HtmlRoute)
-TaskId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-Position = Annotated[int, Path(ge=1, le=2**31 - 1)]
+Position = Annotated[int, PathParam(ge=1, le=MAX_INT)]
 
 
 def mount_static(app: FastAPI) -> None:
@@ -238,7 +239,7 @@ def item_action(
         ("version", version),
     ):
         number = text.strip()
-        if number and not (number.isascii() and number.isdigit() and 1 <= int(number) <= 2**31 - 1):
+        if number and not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_INT):
             error = f"{field}: {text!r} is not an answer version (a whole number from 1); reload the page"
             return _item_page(request, session, me, task_id, position, error, 422)
         versions[field] = int(number) if number else None

@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from services.types import MAX_INT
+
 NonEmpty = Field(min_length=1)
 # Declared in the schema for what the ``_not_blank`` validators check (clients and fuzzers see the rule).
 NOT_BLANK: JsonDict = {"pattern": r"\S"}
@@ -23,7 +25,7 @@ class ChunkingConfig(BaseModel):
 
     page_max_words: int = Field(default=1000, ge=10, le=100_000)
     max_words: int = Field(default=200, ge=5, le=10_000)
-    overlap_words: int = Field(default=0, ge=0)
+    overlap_words: int = Field(default=0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:
@@ -72,8 +74,8 @@ class PassageIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str = Field(min_length=1, description="external id of the document")
-    start: int = Field(ge=0, description="character offset (code points) of the first character")
-    end: int = Field(description="character offset one past the last character")
+    start: int = Field(ge=0, le=MAX_INT, description="character offset (code points) of the first character")
+    end: int = Field(ge=0, le=MAX_INT, description="character offset one past the last character")
     text: str | None = Field(default=None, description="optional: checked against the document span")
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.types import Number
+from services.types import MAX_INT, Number
 
 OutputFormat = Literal["auto", "native", "ragas", "ragchecker"]
 
@@ -48,8 +48,8 @@ class ChunkIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str | None = Field(default=None, description="external id of the document")
-    start: int | None = Field(default=None, ge=0)
-    end: int | None = None
+    start: int | None = Field(default=None, ge=0, le=MAX_INT)
+    end: int | None = Field(default=None, ge=0, le=MAX_INT)
     text: str | None = None
     score: Number | None = None
 

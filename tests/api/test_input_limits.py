@@ -268,3 +268,41 @@ def test_booleans_are_not_numbers(client: TestClient) -> None:
     rating = [{"question_id": "q1", "rater": "alice", "score": True}]
     assert_envelope(client.post(f"/runs/{run}/ratings", json=rating), 422)
     assert client.get(f"/runs/{run}/ratings").json() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("DELETE", f"/keys/{TOO_BIG}", None, "path.key_id"),
+        ("PATCH", f"/users/{TOO_BIG}", {"role": "viewer"}, "path.user_id"),
+        ("GET", f"/tasks/{TOO_BIG}", None, "path.task_id"),
+        ("PUT", f"/tasks/1/queue/{2**31}", {"action": "skip"}, "path.position"),
+    ],
+)
+def test_account_and_task_ids_beyond_the_store_are_422(
+    client: TestClient, method: str, path: str, body: dict[str, Any] | None, field: str
+) -> None:
+    found = assert_envelope(client.request(method, path, json=body), 422, "InvalidRequest")
+    assert found["items"][0]["field"] == field
+
+
+def test_a_study_import_into_a_dataset_id_beyond_the_store_is_422(client: TestClient) -> None:
+    rows = [{"question": "q?", "answer": "a", "contexts": ["c"]}]
+    files = {"file": ("s.json", json.dumps(rows), "application/json")}
+    response = client.post("/studies/import", files=files, data={"dataset_id": str(TOO_BIG)})
+    found = assert_envelope(response, 422)
+    assert found["items"][0]["field"] == "dataset_id"
+    assert _datasets(client) == []
+
+
+def test_rating_levels_beyond_32_bits_are_422_naming_the_field(client: TestClient) -> None:
+    run = make_run(client, load_mini(client))
+    body = [{"question_id": "q1", "rater": "ann", "score": 2**63}]
+    found = assert_envelope(client.post(f"/runs/{run}/ratings", json=body), 422)
+    assert found["items"][0]["field"].endswith("score")
+
+
+@pytest.mark.parametrize("path", [f"/rate/{TOO_BIG}", f"/rate/1/{2**31}", f"/tasks/{TOO_BIG}/dashboard.html"])
+def test_pages_refuse_ids_beyond_the_store(client: TestClient, path: str) -> None:
+    found = assert_envelope(client.get(path), 422, "InvalidRequest")
+    assert found["items"][0]["field"] in {"path.task_id", "path.position"}

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 from scripts.openapi import OUT, render
 
@@ -21,3 +23,43 @@ def test_every_error_response_uses_the_envelope() -> None:
                     ref = resp["content"]["application/json"]["schema"].get("$ref", "")
                     assert ref.endswith("/ErrorEnvelope"), (path, method, code)
     assert "ErrorEnvelope" in spec["components"]["schemas"]
+
+
+def _integers(
+    schema: dict[str, Any], components: dict[str, Any], seen: set[str], where: str
+) -> Iterator[str]:
+    """Every integer a request may carry in ``schema``, named by where it sits, refs and unions followed."""
+    ref = schema.get("$ref")
+    if ref:
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen:
+            seen.add(name)
+            yield from _integers(components[name], components, seen, name)
+        return
+    if schema.get("type") == "integer" and "maximum" not in schema and "enum" not in schema:
+        yield where
+    for key in ("anyOf", "oneOf", "allOf"):
+        for part in schema.get(key, []):
+            yield from _integers(part, components, seen, where)
+    for name, prop in schema.get("properties", {}).items():
+        yield from _integers(prop, components, seen, f"{where}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield from _integers(schema[key], components, seen, f"{where}[]")
+
+
+def test_every_integer_a_request_carries_is_bounded() -> None:
+    """An unbounded integer reaches the database as an out-of-range parameter (a 500 on SQLite); each
+    one the API takes declares a maximum, so a larger value is a 422 naming it."""
+    spec = json.loads(render())
+    components = spec["components"]["schemas"]
+    unbounded = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            seen: set[str] = set()
+            for parameter in op.get("parameters", []):
+                where = f"{method} {path} {parameter['in']}.{parameter['name']}"
+                unbounded += _integers(parameter["schema"], components, seen, where)
+            for media in op.get("requestBody", {}).get("content", {}).values():
+                unbounded += _integers(media["schema"], components, seen, f"{method} {path} body")
+    assert unbounded == []
