@@ -1,13 +1,15 @@
 """Request dependencies: settings, a database session per request, and the one rule for database work.
 
 The rule: the event loop never touches the database and never waits on CPU-heavy work.
-- An endpoint that uses the database is a plain ``def`` taking ``SessionDep``: FastAPI runs it in the
-  threadpool, the session's transaction is committed before the response is sent (and rolled back on error),
-  and the request waits on the loop for a database slot first (``DbSlots``), so that a transaction holding
-  a connection never waits for a thread behind requests waiting for that connection. A pool or SQLite lock
+- An endpoint that uses the database is a plain ``def`` taking ``SessionDep``, on a router whose routes are
+  ``CommittingRoute``: FastAPI runs it in the threadpool, and its session's transaction is committed (or
+  rolled back on error) in that same thread call, before the endpoint's result goes back to the loop; the
+  transaction begins with the endpoint's first statement and ends with it, and spans no ``await``. The
+  request waits on the loop for a database slot first (``DbSlots``), so that a transaction holding a
+  connection never waits for a thread behind requests waiting for that connection. A pool or SQLite lock
   timeout left after that (a genuine overload) answers 503 with Retry-After (app.errors), nothing written.
   Sessions of unsafe methods (POST, PUT, PATCH, DELETE) are write sessions (SQLite ``BEGIN IMMEDIATE``),
-  those of GET requests read sessions.
+  those of GET requests read sessions; a POST that only reads (retrieval) takes ``ReadSessionDep``.
 - An endpoint that must read the raw body (batch uploads) is ``async def``: it awaits the body and nothing
   else, then hands parsing and every database call to a thread with ``run_in_session``, which runs them in one
   short transaction (retried on a deadlock or a concurrent unique-key race).
@@ -19,12 +21,15 @@ No transaction is ever held across an ``await``.
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import AsyncIterator, Callable
-from functools import partial
-from typing import Annotated, Any, TypeVar
+from functools import partial, wraps
+from typing import Annotated, Any, TypeVar, get_origin, get_type_hints
 
 import anyio
-from fastapi import Depends, Path, Query, Request
+from fastapi import Depends, Path, Query, Request, params
+from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 
 from app.settings import Settings
@@ -32,6 +37,7 @@ from services.db import run_transaction
 from services.types import MAX_ID
 
 T = TypeVar("T")
+log = logging.getLogger("ragmeta.db")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -40,22 +46,22 @@ def get_settings_dep(request: Request) -> Settings:
     return settings
 
 
-def _factory(request: Request) -> Any:
+def _factory(request: Request, read: bool = False) -> Any:
     state = request.app.state
-    return state.read_session_factory if request.method in SAFE_METHODS else state.session_factory
+    return state.read_session_factory if read or request.method in SAFE_METHODS else state.session_factory
 
 
 class DbSlots:
     """How many requests may use the database at once, waited for on the event loop (costing no thread).
 
-    A request's session (``SessionDep``) keeps its connection, and on SQLite the write lock, from its first
-    statement to its commit, across several hops between the loop and the threadpool (dependencies, the
-    endpoint, response validation, the commit). Were every thread of the pool taken by requests waiting for a
-    connection or for the lock, the request holding them could not get the thread it needs to commit: 80
-    submits at once deadlocked that way until the pool's 30 s timeout (bench/burst_submit.py). So requests
-    wait for a slot before they touch the database: ``sessions`` slots for request sessions and
-    ``run_in_session``, ``lookups`` for credential look-ups (``app.auth``, which run while a request already
-    holds a session slot). Together they never exceed the connections the pool can lend, and the threadpool
+    Were every thread of the pool taken by requests waiting for a connection or for the SQLite write lock,
+    a request holding them could not get a thread to finish: 80 submits at once deadlocked that way until
+    the pool's 30 s timeout (bench/burst_submit.py), when a request's transaction still spanned several hops
+    between the loop and the threadpool. Transactions now begin and end in one thread call; requests still
+    wait for a slot before they touch the database, so that no thread queues for a connection:
+    ``sessions`` slots for request sessions and ``run_in_session``, ``lookups`` for credential look-ups
+    (``app.auth``, which run while a request already holds a session slot). Together they never exceed the
+    connections the pool can lend, and the threadpool
     is larger than that (``app.main``), so holders never wait for a connection or a thread.
     """
 
@@ -74,19 +80,36 @@ def db_slots(request: Request) -> DbSlots:
 
 
 async def get_db(request: Request) -> AsyncIterator[Session]:
-    """The request's session, in a slot of ``DbSlots.sessions`` from before its first statement until it is
-    committed (or rolled back on error) and closed."""
+    """The request's session (a write session for POST, PUT, PATCH, DELETE), in a slot of
+    ``DbSlots.sessions`` until it is closed. The endpoint's thread call commits it (``CommittingRoute``); a
+    transaction still open here was begun after the endpoint returned (a lazy load while the response was
+    validated, say): it is finished, and logged as a defect."""
+    async for session in _request_session(request, read=False):
+        yield session
+
+
+async def get_read_db(request: Request) -> AsyncIterator[Session]:
+    """A read session whatever the method: for POST endpoints that only read (retrieval), which need not
+    take SQLite's write lock."""
+    async for session in _request_session(request, read=True):
+        yield session
+
+
+async def _request_session(request: Request, read: bool) -> AsyncIterator[Session]:
     slots = db_slots(request).sessions
     borrower = object()
     await slots.acquire_on_behalf_of(borrower)
     try:
-        session = _factory(request)()
+        session = _factory(request, read)()
         try:
             yield session
-            await anyio.to_thread.run_sync(session.commit)
+            if session.in_transaction():
+                log.error("a transaction outlived the endpoint of %s %s", request.method, request.url.path)
+                await anyio.to_thread.run_sync(session.commit)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(session.rollback)
+            if session.in_transaction():
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(session.rollback)
             raise
         finally:
             with anyio.CancelScope(shield=True):
@@ -96,11 +119,16 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
 
 
 async def run_in_session(
-    request: Request, fn: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None
+    request: Request,
+    fn: Callable[..., T],
+    *args: Any,
+    limiter: anyio.CapacityLimiter | None = None,
+    read: bool = False,
 ) -> T:
     """Run ``fn(session, *args)`` in a worker thread, in one transaction of its own (see the module rule);
-    with ``limiter``, first wait for one of its slots (then for a database slot)."""
-    work = partial(run_transaction, _factory(request), fn, *args)
+    with ``limiter``, first wait for one of its slots (then for a database slot); with ``read``, on a read
+    session whatever the method."""
+    work = partial(run_transaction, _factory(request, read), fn, *args)
     if limiter is None:
         async with db_slots(request).sessions:
             return await anyio.to_thread.run_sync(work)
@@ -108,8 +136,53 @@ async def run_in_session(
         return await anyio.to_thread.run_sync(work)
 
 
-# scope="function": commit before the response is sent, so a client that has the answer sees the data.
+# scope="function": closed before the response is sent (committed before that, by the endpoint's thread call).
 SessionDep = Annotated[Session, Depends(get_db, scope="function")]
+ReadSessionDep = Annotated[Session, Depends(get_read_db, scope="function")]
+
+
+def _session_parameter(endpoint: Callable[..., Any]) -> str | None:
+    for name, hint in get_type_hints(endpoint, include_extras=True).items():
+        metadata = getattr(hint, "__metadata__", ()) if get_origin(hint) is Annotated else ()
+        if any(isinstance(m, params.Depends) and m.dependency in (get_db, get_read_db) for m in metadata):
+            return name
+    return None
+
+
+def commit_in_thread(endpoint: Callable[..., T]) -> Callable[..., T]:
+    """``endpoint``, committing its ``SessionDep`` session when it returns and rolling it back when it
+    raises, in the thread FastAPI runs it in. Endpoints without a session are returned as they are; an
+    ``async def`` endpoint taking one is refused (its awaits would sit inside the transaction)."""
+    if getattr(endpoint, "commits_in_thread", False):
+        return endpoint
+    name = _session_parameter(endpoint)
+    if name is None:
+        return endpoint
+    if inspect.iscoroutinefunction(endpoint):
+        raise TypeError(f"{endpoint.__qualname__} is async and takes SessionDep: use run_in_session")
+
+    @wraps(endpoint)
+    def committed(*args: Any, **kwargs: Any) -> T:
+        session: Session = kwargs[name]
+        try:
+            result = endpoint(*args, **kwargs)
+        except BaseException:
+            session.rollback()
+            raise
+        session.commit()
+        return result
+
+    committed.commits_in_thread = True  # type: ignore[attr-defined]
+    return committed
+
+
+class CommittingRoute(APIRoute):
+    """The route class of every router: see ``commit_in_thread``."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, commit_in_thread(endpoint), **kwargs)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 

@@ -149,6 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
     # Study imports parse and locate text (CPU) in threads: a few at a time.
     app.state.import_limiter = anyio.CapacityLimiter(settings.max_concurrent_imports)
+    app.state.answer_limiter = anyio.CapacityLimiter(settings.generator.max_concurrency)
     app.state.report_cache = ReportCache(settings.report_cache_size)
     app.state.section_cache = ReportCache(settings.report_cache_size)
     app.state.report_inflight = {}

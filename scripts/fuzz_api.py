@@ -127,6 +127,8 @@ def main() -> int:
         seed(base, headers)
         st = [
             str(Path(sys.executable).parent / "st"),
+            "--config-file",
+            str(ROOT / "scripts" / "schemathesis.toml"),
             "run",
             f"{base}/openapi.json",
             "--checks",

@@ -61,6 +61,9 @@ class GeneratorSettings(LLMEndpoint):
     # The extractive baseline says it does not know when its best sentence covers less than this share of
     # the question's (idf-weighted) terms.
     extractive_threshold: float = 0.3
+    # POST /datasets/{id}/answer calls waiting on the LLM at once; others wait their turn on the event loop
+    # (costing no thread, holding no database connection).
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
 
 
 class EmbeddingSettings(BaseModel):

@@ -4,6 +4,7 @@ emptied after every test, and the app served to a TestClient with its lifespan (
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import socket
 import sys
@@ -77,6 +78,29 @@ def _no_outbound_network() -> Iterator[None]:
     yield
     attempts = _outbound[start:]
     assert not attempts, f"non-loopback network access attempted: {attempts[:5]}"
+
+
+class _LateTransactions(logging.Handler):
+    """Collects app.deps' report of a request transaction that outlived its endpoint's thread call."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+
+_late = _LateTransactions()
+logging.getLogger("ragmeta.db").addHandler(_late)
+
+
+@pytest.fixture(autouse=True)
+def _no_transaction_outlives_its_endpoint() -> Iterator[None]:
+    start = len(_late.seen)
+    yield
+    late = _late.seen[start:]
+    assert not late, f"request transactions held past their endpoint: {late[:5]}"
 
 
 QUEUE_TABLES = (

@@ -37,6 +37,8 @@ class FakeLLM:
     fail_status: int = 500
     hang_first: int = 0
     hang_s: float = 30.0
+    # Calls wait (without answering) while ``gate`` is set and not yet opened.
+    gate: threading.Event | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -56,6 +58,8 @@ class FakeLLM:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            while self.gate is not None and not self.gate.is_set():
+                await asyncio.sleep(0.01)
             if index < self.hang_first:
                 await asyncio.sleep(self.hang_s)
             if self.latency_s:

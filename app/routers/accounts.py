@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from app.auth import auth_state, require
-from app.deps import KeyId, SessionDep, UserId
+from app.deps import CommittingRoute, KeyId, SessionDep, UserId
 from app.errors import responses
 from services.accounts import service
 from services.accounts.schemas import (
@@ -23,7 +23,7 @@ from services.accounts.schemas import (
     UserUpdate,
 )
 
-router = APIRouter(tags=["accounts"])
+router = APIRouter(tags=["accounts"], route_class=CommittingRoute)
 Admin = Annotated[Identity, Depends(require(ADMINS))]
 Anyone = Annotated[Identity, Depends(require(EVERYONE))]
 

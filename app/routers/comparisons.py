@@ -10,14 +10,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.deps import SeedQuery
+from app.deps import CommittingRoute, SeedQuery
 from app.errors import responses
 from app.routers.reports import MEDIA, RunsQuery, _compute, _run_ids
 from app.tables import table_response
 from services.reports import comparisons
 from services.types import MAX_ID
 
-router = APIRouter(tags=["reports"])
+router = APIRouter(tags=["reports"], route_class=CommittingRoute)
 
 
 class PairwiseQuery(BaseModel):

@@ -7,13 +7,13 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from app.deps import DatasetId, SessionDep, SettingsDep, run_in_session
+from app.deps import CommittingRoute, DatasetId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets import service
 from services.datasets.schemas import DatasetCreate, DatasetRead, ImportReport
 
-router = APIRouter(prefix="/datasets", tags=["datasets"])
+router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=CommittingRoute)
 
 _REF = "#/components/schemas/{}"
 

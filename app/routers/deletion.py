@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from app.deps import DatasetId, JobId, RunId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, DatasetId, JobId, RunId, SessionDep, SettingsDep
 from app.errors import responses
 from services.deletion import service
 from services.deletion.service import DeleteReport
 
-router = APIRouter()
+router = APIRouter(route_class=CommittingRoute)
 Cascade = Query(False, description="also delete what depends on it (listed in the 409 otherwise)")
 
 

@@ -9,7 +9,7 @@ import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.deps import RunId
+from app.deps import CommittingRoute, RunId
 from app.errors import responses
 from app.routers.reports import _compute
 from app.tables import table_response
@@ -18,7 +18,7 @@ from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitiv
 from services.reports.estimates import estimate_rows
 from services.reports.sensitivity import sensitivity_rows
 
-router = APIRouter(tags=["reports"])
+router = APIRouter(tags=["reports"], route_class=CommittingRoute)
 
 ConfigQuery = Annotated[
     str | None,

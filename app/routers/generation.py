@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import anyio
+from fastapi import APIRouter, Request
 
-from app.deps import DatasetId, RunId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.rag import service
 from services.rag.schemas import AnswerRequest, AnswerResponse, GenerateRequest
 
-router = APIRouter(tags=["generation"])
+router = APIRouter(tags=["generation"], route_class=CommittingRoute)
 
 
 @router.post(
     "/datasets/{dataset_id}/answer", response_model=AnswerResponse, responses=responses(404, 409, 422, 502)
 )
-def answer(
-    dataset_id: DatasetId, body: AnswerRequest, session: SessionDep, settings: SettingsDep
+async def answer(
+    dataset_id: DatasetId, body: AnswerRequest, request: Request, settings: SettingsDep
 ) -> AnswerResponse:
     """Top-k chunks into the configured LLM, or the extractive baseline when no LLM is configured."""
-    return service.answer(session, settings, dataset_id, body.question, body.k, body.mode)
+    context = await run_in_session(
+        request, service.answer_context, settings, dataset_id, body.question, body.k, body.mode, read=True
+    )
+    async with request.app.state.answer_limiter:
+        return await anyio.to_thread.run_sync(service.answer_from, settings, body.question, context)
 
 
 @router.post(

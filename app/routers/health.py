@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from app.deps import SettingsDep
+from app.deps import CommittingRoute, SettingsDep
 from services.db import current_revision, head_revision
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=CommittingRoute)
 
 
 class Health(BaseModel):

@@ -8,12 +8,12 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth import IdentityDep
-from app.deps import SessionDep
+from app.deps import CommittingRoute, SessionDep
 from services.accounts.schemas import Role
 from services.datasets.repository import DatasetRepository
 from services.runs.repository import RunRepository
 
-router = APIRouter(tags=["home"], include_in_schema=False)
+router = APIRouter(tags=["home"], include_in_schema=False, route_class=CommittingRoute)
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import JobId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, JobId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs import service
 from services.jobs.service import JobRead
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=CommittingRoute)
 
 
 @router.get("", response_model=list[JobRead])

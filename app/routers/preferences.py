@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.deps import SessionDep, SettingsDep, run_in_session
+from app.deps import CommittingRoute, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
@@ -15,7 +15,7 @@ from services.ratings import preferences
 from services.ratings.schemas import PreferenceRead
 from services.types import MAX_ID
 
-router = APIRouter(tags=["ratings"])
+router = APIRouter(tags=["ratings"], route_class=CommittingRoute)
 
 RunA = Annotated[int, Query(ge=1, le=MAX_ID, description="the service's id of run A")]
 RunB = Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from app.auth import require
-from app.deps import RunId, SessionDep, SettingsDep, run_in_session
+from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity, Role
@@ -15,7 +15,7 @@ from services.datasets.schemas import ImportReport
 from services.ratings import service
 from services.ratings.schemas import RaterRead, RatingRead, RubricCreate, RubricRead
 
-router = APIRouter(tags=["ratings"])
+router = APIRouter(tags=["ratings"], route_class=CommittingRoute)
 Writer = Depends(require(WRITERS))
 Reader = Depends(require(READERS))
 Anyone = Depends(require(EVERYONE))

@@ -12,7 +12,7 @@ import anyio
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from app.deps import RunId, SeedQuery, SettingsDep, run_in_session
+from app.deps import CommittingRoute, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
@@ -22,7 +22,7 @@ from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 from services.types import MAX_ID
 
-router = APIRouter(tags=["reports"])
+router = APIRouter(tags=["reports"], route_class=CommittingRoute)
 T = TypeVar("T")
 
 

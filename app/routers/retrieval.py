@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import DatasetId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, DatasetId, ReadSessionDep, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.rag import service
 from services.rag.schemas import IndexRequest, RetrieveRequest, RetrieveResponse
 
-router = APIRouter(tags=["retrieval"])
+router = APIRouter(tags=["retrieval"], route_class=CommittingRoute)
 
 
 @router.post(
@@ -27,7 +27,7 @@ def index_dataset(
     "/datasets/{dataset_id}/retrieve", response_model=RetrieveResponse, responses=responses(404, 409, 422)
 )
 def retrieve(
-    dataset_id: DatasetId, body: RetrieveRequest, session: SessionDep, settings: SettingsDep
+    dataset_id: DatasetId, body: RetrieveRequest, session: ReadSessionDep, settings: SettingsDep
 ) -> RetrieveResponse:
     """Ranked chunks with their document, exact character offsets, text and score."""
     return service.retrieve(session, settings, dataset_id, body.query, body.k, body.mode)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from app.deps import DatasetId, RunId, SessionDep, SettingsDep, run_in_session
+from app.deps import CommittingRoute, DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.runs import service
 from services.runs.schemas import OutputFormat, OutputRead, RunCreate, RunRead
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CommittingRoute)
 
 
 @router.post(

@@ -7,13 +7,13 @@ from typing import Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from app.deps import RunId, SessionDep, SettingsDep, run_in_session
+from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.scores import service
 
-router = APIRouter(tags=["scoring"])
+router = APIRouter(tags=["scoring"], route_class=CommittingRoute)
 
 
 @router.post(

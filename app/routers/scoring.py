@@ -7,7 +7,7 @@ import asyncio
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
-from app.deps import RunId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs.service import JobRead
 from services.metrics import registry
@@ -15,7 +15,7 @@ from services.metrics.base import package_version
 from services.metrics.inline import InlineScoreRequest, InlineScoreResponse, score_inline
 from services.metrics.scoring import ScoringRequest, create_scoring_job
 
-router = APIRouter(tags=["scoring"])
+router = APIRouter(tags=["scoring"], route_class=CommittingRoute)
 
 
 class MetricInfo(BaseModel):

@@ -11,7 +11,7 @@ import anyio
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from pydantic import ValidationError
 
-from app.deps import SettingsDep, run_in_session
+from app.deps import CommittingRoute, SettingsDep, run_in_session
 from app.errors import responses
 from app.uploads import too_large
 from services.db import run_transaction
@@ -21,7 +21,7 @@ from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
 from services.types import MAX_ID
 from services.validation import loc_to_field
 
-router = APIRouter(tags=["studies"])
+router = APIRouter(tags=["studies"], route_class=CommittingRoute)
 # A plan made against a snapshot that another import changed before this one could write is made again.
 ATTEMPTS = 3
 # Declares the route an upload for the request guard (the larger body limit, streamed) and in OpenAPI.

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.auth import require
-from app.deps import SessionDep, TaskId
+from app.deps import CommittingRoute, SessionDep, TaskId
 from app.errors import responses
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
 from services.scores.service import table_csv
@@ -24,7 +24,7 @@ from services.tasks.schemas import (
 )
 from services.types import MAX_INT
 
-router = APIRouter(tags=["rating tasks"])
+router = APIRouter(tags=["rating tasks"], route_class=CommittingRoute)
 EXPORT_ROW = "#/components/schemas/ExportRow"
 Position = Annotated[int, Path(ge=1, le=MAX_INT, description="1-based, in the caller's own order")]
 Writer = Annotated[Identity, Depends(require(WRITERS))]

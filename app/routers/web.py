@@ -13,7 +13,6 @@ from urllib.parse import quote
 from fastapi import APIRouter, FastAPI, Form, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse
-from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
@@ -27,7 +26,7 @@ from app.auth import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
-from app.deps import SessionDep, SettingsDep, TaskId
+from app.deps import CommittingRoute, SessionDep, SettingsDep, TaskId
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
@@ -46,7 +45,7 @@ class _LoginRequired(Exception):
     pass
 
 
-class HtmlRoute(APIRoute):
+class HtmlRoute(CommittingRoute):
     """Errors of a page are rendered as a page; a missing sign-in redirects to the login form."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

@@ -7,6 +7,7 @@ With no LLM configured, the extractive baseline answers (best-matching sentences
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -60,15 +61,32 @@ def generate_answer(
     return ans.answer, GeneratorInfo(kind="extractive", declined=ans.declined), None
 
 
-def answer(
+@dataclass(frozen=True)
+class AnswerContext:
+    """What an answer needs from the store, read in a transaction that ends before the LLM is called."""
+
+    language: str
+    found: RetrieveResponse
+    started: float
+
+
+def answer_context(
     session: Session, settings: Settings, dataset_id: int, question: str, k: int, mode: Mode
-) -> AnswerResponse:
+) -> AnswerContext:
     dataset = get_dataset(session, dataset_id)
-    t0 = time.perf_counter()
-    found = retrieve(session, settings, dataset_id, question, k, mode)
+    started = time.perf_counter()
+    return AnswerContext(
+        dataset.language, retrieve(session, settings, dataset_id, question, k, mode), started
+    )
+
+
+def answer_from(settings: Settings, question: str, context: AnswerContext) -> AnswerResponse:
+    """The answer to ``question`` from the retrieved chunks: no database work (an LLM call can take
+    seconds, and no connection or transaction waits on it)."""
+    found = context.found
     try:
         text, info, tokens = generate_answer(
-            settings, question, dataset.language, [c.text for c in found.chunks]
+            settings, question, context.language, [c.text for c in found.chunks]
         )
     except LLMError as exc:
         raise UpstreamError(f"the generator LLM failed: {exc}") from exc
@@ -76,7 +94,7 @@ def answer(
         answer=text,
         chunks=found.chunks,
         generator=info,
-        latency_ms=(time.perf_counter() - t0) * 1000,
+        latency_ms=(time.perf_counter() - context.started) * 1000,
         tokens=tokens,
     )
 

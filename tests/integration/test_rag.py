@@ -4,6 +4,8 @@ an LLM (loopback test server), generation runs with per-question errors and resu
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -295,3 +297,41 @@ def test_generate_needs_a_runnable_system(client: TestClient) -> None:
     run = client.post(f"/datasets/{ds}/runs", json={"name": "y", "system": {"generator": "llm"}}).json()["id"]
     body = assert_envelope(client.post(f"/runs/{run}/generate"), 422)
     assert body["items"][0]["field"] == "system.generator"
+
+
+def test_answers_waiting_on_the_llm_hold_no_database_slot(
+    settings: Settings, fake: FakeLLM, engine: Any, index_home: Path
+) -> None:
+    """More answers wait on a stalled LLM than there are database slots, and writes still go through: an
+    answer reads its chunks in a short read transaction and calls the LLM after it has ended."""
+    s = settings.model_copy(deep=True, update={"data_dir": index_home, "database_wait_s": 5.0})
+    s.generator.base_url, s.generator.model = fake.base_url, "fake-model"
+    s.generator.timeout_s, s.generator.max_concurrency = 120.0, 64
+    fake.gate = threading.Event()
+    with admin_client(create_app(s)) as client:
+        ds = indexed(client)
+        waiting = client.app.state.db_slots.sessions.total_tokens + 2  # type: ignore[attr-defined]
+        answers: list[int] = []
+        threads = [
+            threading.Thread(
+                target=lambda: answers.append(
+                    client.post(f"/datasets/{ds}/answer", json={"question": "Prix ?"}).status_code
+                )
+            )
+            for _ in range(int(waiting))
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + 60
+            while fake.in_flight < waiting and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert fake.in_flight == waiting
+            writes = [client.post("/datasets", json={"name": f"w{i}"}).status_code for i in range(4)]
+            assert writes == [201] * 4
+            assert fake.in_flight == waiting and answers == []
+        finally:
+            fake.gate.set()
+            for thread in threads:
+                thread.join(60)
+    assert answers == [200] * int(waiting)
