@@ -26,7 +26,7 @@ from app.auth import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
-from app.deps import CommittingRoute, SessionDep, SettingsDep, TaskId
+from app.deps import CommittingRoute, SessionDep, SettingsDep, TaskId, run_in_session
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
@@ -119,16 +119,20 @@ def login_form(request: Request, next: str = "") -> HTMLResponse:
 
 
 @router.post("/login")
-def login(
+async def login(
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
     name: Annotated[str, Form(max_length=200)] = "",
     key: Annotated[str, Form(max_length=300)] = "",
     csrf: Annotated[str, Form(max_length=200)] = "",
     next: Annotated[str, Form(max_length=2000)] = "",
 ) -> Response:
-    """Sign in with an account name and one of its keys; failures are counted and rate-limited."""
+    """Sign in with an account name and one of its keys; failures are counted and rate-limited.
+
+    Three steps, none holding a transaction while another runs: the failed-login limits are read, the key
+    is checked as an API key is (``KeyChecks``: a read session, one Argon2 check for concurrent uses of one
+    key), and a short write records the failure or opens the session.
+    """
 
     def again(error: str, status: int) -> HTMLResponse:
         return _login_page(request, status, next, name, error)
@@ -137,15 +141,21 @@ def login(
         return again("The form expired or did not come from this site; please sign in again.", 403)
     client = request.client.host if request.client else "unknown"
     try:
-        identity, token = accounts.login(
-            session, auth_state(request).hasher, settings.auth, name, key, client
-        )
+        await run_in_session(request, accounts.check_login_limits, settings.auth, name, client, read=True)
     except TooManyRequests as exc:
         page = again(f"Too many failed sign-ins. {exc.detail[0].upper()}{exc.detail[1:]}.", 429)
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
+    state = auth_state(request)
+    try:
+        identity = await state.key_checks.identity(request, state.hasher, key)
     except Unauthorized:
+        identity = None
+    if identity is None or identity.user_id is None or identity.name != accounts.login_name(name):
+        await run_in_session(request, accounts.record_login_failure, settings.auth, name, client)
         return again("Unknown account name or key.", 401)
+    hours = settings.auth.session_hours
+    token = await run_in_session(request, accounts.open_session, identity.user_id, hours)
     response = RedirectResponse(_safe_next(next, identity), status_code=303)
     set_session_cookie(request, response, token)
     return response

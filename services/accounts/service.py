@@ -266,18 +266,25 @@ def csrf_token(secret: bytes, session_token: str) -> str:
     return hmac.new(secret, b"csrf|" + session_token.encode(), hashlib.sha256).hexdigest()
 
 
-def login(
-    session: Session, hasher: KeyHasher, auth: AuthSettings, name: str, key: str, client: str
-) -> tuple[Identity, str]:
-    """Check a login (account name + one of its keys) under the failed-login limits; opens a session.
+def login_name(name: str) -> str:
+    """An account name as typed at the login form, as it is compared and counted."""
+    return name.strip()[:200]
 
-    Raises TooManyRequests when the name or the client address has too many recent failures (the key is then
-    not even checked), Unauthorized when the name and key do not match (the failure is recorded).
+
+def check_login_limits(session: Session, auth: AuthSettings, name: str, client: str) -> None:
+    """The first step of a sign-in (account name + one of its keys), before the key is checked: raises
+    TooManyRequests when the name or the client address has too many recent failures.
+
+    The key is then checked outside any write transaction (its hash check takes tens of milliseconds), and
+    a mismatch recorded by ``record_login_failure``. Attempts checked at the same moment are all let
+    through before any of their failures is recorded, so the limits can be passed by the attempts in flight
+    at once; counting attempts before their check would close that gap, but would lock out a room of raters
+    signing in together behind one address.
     """
     repo = AccountRepository(session)
     now = _now()
     since = now - timedelta(seconds=auth.login_window_s)
-    name = name.strip()[:200]
+    name = login_name(name)
     client = client[:64]
     if (
         repo.failures_since(since, name=name) >= auth.login_max_failures
@@ -286,13 +293,14 @@ def login(
         oldest = repo.oldest_failure_since(since, name=name, client=client) or now
         wait = max(1, int((_aware(oldest) - since).total_seconds()) + 1)
         raise TooManyRequests(f"too many failed logins; try again in {wait} s", retry_after=wait)
-    user = key_user(session, hasher, key)
-    if user is None or user.name != name:
-        repo.prune_failures(since)
-        repo.add(LoginFailure(name=name, client=client, at=now))
-        repo.flush()
-        raise Unauthorized("unknown account name or key")
-    return _identity(user, "session"), open_session(session, user.id, auth.session_hours)
+
+
+def record_login_failure(session: Session, auth: AuthSettings, name: str, client: str) -> None:
+    now = _now()
+    repo = AccountRepository(session)
+    repo.prune_failures(now - timedelta(seconds=auth.login_window_s))
+    repo.add(LoginFailure(name=login_name(name), client=client[:64], at=now))
+    repo.flush()
 
 
 def rater_for(session: Session, user_id: int) -> Rater:

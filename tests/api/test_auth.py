@@ -7,9 +7,11 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select, text
@@ -20,7 +22,7 @@ from services.db import make_session_factory
 from services.models import ApiKey
 from tests.api.helpers import assert_envelope
 from tests.api.team import make_team
-from tests.conftest import issue_key
+from tests.conftest import Live, issue_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,6 +195,54 @@ def test_login_attempts_are_rate_limited(client: TestClient, settings: Settings)
         login(browser, f"guess{i}", "rgm_000000000000_wrong")
     bob_key = issue_key(client.app, "bob", "rater")  # type: ignore[arg-type]
     assert login(browser, "bob", bob_key).status_code == 429
+
+
+def _failures(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return list(conn.execute(text("SELECT name FROM login_failure")).scalars())
+
+
+def test_only_failed_sign_ins_are_counted(client: TestClient, settings: Settings, engine: Engine) -> None:
+    """Successful sign-ins never add up to a lockout; wrong keys, and right keys under another name, do."""
+    key = issue_key(client.app, "alice", "rater")  # type: ignore[arg-type]
+    browser = TestClient(client.app)
+    for _ in range(settings.auth.login_max_failures + 2):
+        assert login(browser, "alice", key).status_code == 303
+    assert _failures(engine) == []
+    assert login(browser, " alice ", "rgm_000000000000_wrong").status_code == 401
+    assert login(browser, "bob", key).status_code == 401  # alice's key under another name
+    assert sorted(_failures(engine)) == ["alice", "bob"]
+
+
+def test_a_burst_of_sign_ins_all_get_their_session(live_server: Live, engine: Engine) -> None:
+    """Load (served over loopback HTTP): raters signing in at once from one address, each with its own key,
+    while wrong keys arrive too; every right key gets a session, every wrong one a 401, and only those are
+    counted as failures."""
+    keys = {f"r{i}": issue_key_over_http(live_server, f"r{i}") for i in range(24)}
+    wrong = {f"w{i}": "rgm_000000000000_wrong" for i in range(6)}
+    results: dict[str, int] = {}
+
+    def sign_in(name: str, key: str) -> None:
+        with httpx.Client(base_url=live_server.url, timeout=120) as browser:
+            page = browser.get("/login")
+            token = page.text.split('name="csrf" value="')[1].split('"')[0]
+            form = {"name": name, "key": key, "csrf": token}
+            results[name] = browser.post("/login", data=form, follow_redirects=False).status_code
+
+    threads = [threading.Thread(target=sign_in, args=item) for item in [*keys.items(), *wrong.items()]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(180)
+    assert {name: results.get(name) for name in keys} == dict.fromkeys(keys, 303)
+    assert {name: results.get(name) for name in wrong} == dict.fromkeys(wrong, 401)
+    assert sorted(_failures(engine)) == sorted(wrong)
+
+
+def issue_key_over_http(live: Live, name: str) -> str:
+    r = httpx.post(f"{live.url}/keys", json={"name": name, "role": "rater"}, headers=live.headers, timeout=60)
+    assert r.status_code == 201, r.text
+    return str(r.json()["key"])
 
 
 def test_lockout_ends_after_the_window(client: TestClient, settings: Settings, engine: Engine) -> None:
