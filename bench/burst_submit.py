@@ -1,11 +1,15 @@
 """A burst of rating submissions at once on loopback: every rater's items of a rating task submitted together
 (PUT /tasks/{id}/queue/{position}) against a served app (uvicorn in this process, real threadpool and pool),
 each key's first request in the burst. Printed: answers by status, p50/p95/max submit latency, wall time.
+With --sign-ins N, N browser sign-ins (GET then POST /login, the raters' own keys) run during the burst:
+the submits' latencies then show how much sign-ins hold writers up (their Argon2 check inside or outside
+a write transaction: compare with --compare, and --real-hash for the default hash cost).
 
 With --compare REV, the same burst is run on the code of REV (exported to a temporary directory) and on this
 checkout, one after the other, on each database given, and the ratios before/after are printed.
 
-    python bench/burst_submit.py [--raters 16] [--per-rater 5] [--pg-url URL] [--compare REV] [--real-hash]
+    python bench/burst_submit.py [--raters 16] [--per-rater 5] [--sign-ins 0] [--pg-url URL] [--compare REV]
+                                 [--real-hash]
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ def reset(url: str) -> None:
     upgrade(url)
 
 
-def run(url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path) -> dict[str, Any]:
+def run(
+    url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path, sign_ins: int = 0
+) -> dict[str, Any]:
     reset(url)
     auth: dict[str, Any] = {"enabled": True, **({} if real_hash else FAST_HASH)}
     settings = Settings(
@@ -112,11 +118,23 @@ def run(url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path) 
                     )
                     return r.status_code, time.perf_counter() - t0, r.text[:160]
 
-                return await asyncio.gather(*(one(n, p) for n in names for p in range(1, per_rater + 1)))
+                async def sign_in(i: int) -> tuple[int, float, str]:
+                    name = names[i % len(names)]
+                    async with httpx.AsyncClient(base_url=served.url, timeout=300) as browser:
+                        t0 = time.perf_counter()
+                        page = await browser.get("/login")
+                        csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+                        form = {"name": name, "key": keys[name], "csrf": csrf}
+                        r = await browser.post("/login", data=form, follow_redirects=False)
+                        return r.status_code, time.perf_counter() - t0, r.text[:160]
+
+                submits = [one(n, p) for n in names for p in range(1, per_rater + 1)]
+                return await asyncio.gather(*submits, *(sign_in(i) for i in range(sign_ins)))
 
         t0 = time.perf_counter()
-        answers = asyncio.run(burst())
+        everything = asyncio.run(burst())
         wall = time.perf_counter() - t0
+        answers, logins = everything[: raters * per_rater], everything[raters * per_rater :]
     finally:
         served.stop()
     lat = [a[1] for a in answers]
@@ -128,6 +146,8 @@ def run(url: str, raters: int, per_rater: int, real_hash: bool, data_dir: Path) 
         "max": max(lat),
         "wall": wall,
         "errors": sorted({a[2] for a in answers if a[0] != 200})[:3],
+        "sign_ins": dict(Counter(a[0] for a in logins)),
+        "sign_in_p50": statistics.median([a[1] for a in logins]) if logins else None,
     }
 
 
@@ -153,6 +173,8 @@ def compare(rev: str, urls: dict[str, str], argv: list[str]) -> None:
             codes = " ".join(f"{k}:{v}" for k, v in sorted(o["codes"].items()))
             times = " ".join(f"{o[k]:8.2f}" for k in ("p50", "p95", "max", "wall"))
             print(f"{db:8} {label:6} {codes:>22} {times}")
+            if o.get("sign_ins"):
+                print(f"{'':8} {'':6} sign-ins {o['sign_ins']}, p50 {o['sign_in_p50']:.2f} s")
         b, a = out["before"], out["after"]
         print(f"{db:8} ratio before/after: p50 {b['p50'] / a['p50']:.1f}x, p95 {b['p95'] / a['p95']:.1f}x")
 
@@ -161,6 +183,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--raters", type=int, default=16)
     p.add_argument("--per-rater", type=int, default=5)
+    p.add_argument("--sign-ins", type=int, default=0, help="browser sign-ins during the burst")
     p.add_argument("--db-url", default=None, help="run once on this database (default: a new SQLite file)")
     p.add_argument("--pg-url", default=None, help="with --compare: PostgreSQL too (its tables are dropped)")
     p.add_argument("--compare", default=None, metavar="REV", help="run REV's code, then this checkout's")
@@ -171,14 +194,13 @@ def main() -> None:
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.compare:
-        argv = ["--raters", str(a.raters), "--per-rater", str(a.per_rater)] + (
-            ["--real-hash"] if a.real_hash else []
-        )
+        argv = ["--raters", str(a.raters), "--per-rater", str(a.per_rater), "--sign-ins", str(a.sign_ins)]
+        argv += ["--real-hash"] if a.real_hash else []
         compare(a.compare, {"sqlite": "", **({"postgres": a.pg_url} if a.pg_url else {})}, argv)
         return
     with tempfile.TemporaryDirectory() as tmp:
         url = a.db_url or f"sqlite:///{tmp}/burst.db"
-        out = run(url, a.raters, a.per_rater, a.real_hash, Path(tmp) / "data")
+        out = run(url, a.raters, a.per_rater, a.real_hash, Path(tmp) / "data", a.sign_ins)
     print(json.dumps(out) if a.json else out)
 
 
