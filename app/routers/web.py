@@ -189,6 +189,12 @@ def queue_page(task_id: TaskId, request: Request, session: SessionDep, identity:
     return _page(request, "queue.html", me, q=tasks.queue(session, task_id, me.user_id))
 
 
+STALE = (
+    "An answer changed while this page was open. Your rating was saved for the answer you read, which no "
+    "longer counts in reports; the answer as it is now is shown below: rate it to count."
+)
+
+
 def _levels(view: ItemView) -> list[dict[str, Any]]:
     r = view.rubric
     out = []
@@ -264,6 +270,8 @@ def item_action(
         return _item_page(request, session, me, task_id, position, exc.detail, 422)
     except Conflict as exc:  # the page showed a version the answer never had: show the answers as they are
         return _item_page(request, session, me, task_id, position, exc.detail, 409)
+    if result.stale:  # saved, on the text the rater read; show the answers as they are now
+        return _item_page(request, session, me, task_id, position, STALE, 200)
     target = result.next_position
     return RedirectResponse(f"/rate/{task_id}/{target}" if target else f"/rate/{task_id}", status_code=303)
 

@@ -164,6 +164,12 @@ class ActionResult(BaseModel):
     position: int
     status: Status
     next_position: int | None
+    stale: bool = Field(
+        default=False,
+        description="the rating was given on an earlier version of an answer than its current one (it "
+        "changed while the item was open): it is kept at that version and left out of reports; open the "
+        "item again to rate the answer as it is now",
+    )
 
 
 class Estimate(BaseModel):

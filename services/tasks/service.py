@@ -384,11 +384,12 @@ def item_view(session: Session, task_id: int, user_id: int | None, position: int
 
 def _seen_versions(
     session: Session, task: RatingTask, item: TaskItem, action: ItemAction
-) -> tuple[int, int] | None:
+) -> tuple[tuple[int, int], bool] | None:
     """The versions of run A's and run B's answers a side-by-side preference is given on: the ones served
     with the item (``left_version`` / ``right_version``, sent back by the page), or when the client sends
-    neither, the current ones. A version the answer has not had (newer than its current one) is refused:
-    the client cannot have been shown it. None for a pointwise item."""
+    neither, the current ones; and whether either is earlier than its answer's current version (the
+    preference is then stale from the start). A version the answer has not had (newer than its current one)
+    is refused: the client cannot have been shown it. None for a pointwise item."""
     lv, rv = action.left_version, action.right_version
     if task.mode != "pairwise":
         if lv is not None or rv is not None:
@@ -400,7 +401,7 @@ def _seen_versions(
     assert item.output_b_id is not None
     current = RunRepository(session).output_versions([item.output_id, item.output_b_id])
     if lv is None and rv is None:
-        return current[item.output_id], current[item.output_b_id]
+        return (current[item.output_id], current[item.output_b_id]), False
     if lv is None or rv is None:
         field = "left_version" if lv is None else "right_version"
         raise _bad(field, "give both left_version and right_version as served with the item, or neither")
@@ -413,7 +414,7 @@ def _seen_versions(
             )
             raise Conflict(f"{field}: {reason}", [ItemError(None, field, reason)])
     seen = {left: lv, right: rv}
-    return seen[item.output_id], seen[item.output_b_id]
+    return (seen[item.output_id], seen[item.output_b_id]), lv < current[left] or rv < current[right]
 
 
 def _seen_version(session: Session, item: TaskItem, action: ItemAction) -> tuple[int, int]:
@@ -454,21 +455,23 @@ def act(
     rubric = task.rubric
     rater = rater_for(session, user_id) if task.mode == "pointwise" else None
     existing = repo.rating(item.output_id, rater.id) if rater else None
+    stale = False
     if action.action == "rate":
         if action.score is None or not rubric.min_score <= action.score <= rubric.max_score:
             raise _bad("score", f"give a score in {rubric.min_score}..{rubric.max_score} ({rubric.name})")
-        seen = _seen_versions(session, task, item, action)
-        if seen is not None:
+        sides = _seen_versions(session, task, item, action)
+        if sides is not None:
             item.preference = (
                 rubric.min_score + rubric.max_score - action.score if item.b_on_left else action.score
             )
             item.comment = action.comment
             # The answers the preference is given on: once either changes, the preference is stale.
-            item.output_version, item.output_b_version = seen
+            (item.output_version, item.output_b_version), stale = sides
         else:
             assert rater is not None
             version, current = _seen_version(session, item, action)
-            if version < current:  # the answer changed while the item was open: the score is on the old text
+            stale = version < current
+            if stale:  # the answer changed while the item was open: the score is on the old text
                 repo.record_earlier_rating(
                     item.output_id, version, rater.id, rubric.id, action.score, action.comment
                 )
@@ -497,7 +500,9 @@ def act(
     item.updated_at = datetime.now(UTC)
     repo.flush()
     items = list(repo.items(task_id, user_id))
-    return ActionResult(position=position, status=item.status, next_position=_next_position(items, position))
+    return ActionResult(
+        position=position, status=item.status, next_position=_next_position(items, position), stale=stale
+    )
 
 
 def _estimate(est: float | None, low: float | None, high: float | None) -> Estimate:

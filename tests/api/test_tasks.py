@@ -75,7 +75,7 @@ def test_rate_skip_flag_and_go_back(client: TestClient) -> None:
     assert (q["total"], q["done"], q["next_position"]) == (5, 0, 1)
     qid = {e["position"]: e["question_id"] for e in q["entries"]}
     r = act(team, "alice", 1, action="rate", score=4, comment="bien")
-    assert r.json() == {"position": 1, "status": "rated", "next_position": 2}
+    assert r.json() == {"position": 1, "status": "rated", "next_position": 2, "stale": False}
     assert act(team, "alice", 2, action="skip").json()["next_position"] == 3
     assert act(team, "alice", 3, action="flag", reason="réponse coupée").json()["status"] == "flagged"
     before = ratings(team)[(qid[1], "alice")]

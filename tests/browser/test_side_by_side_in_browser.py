@@ -71,6 +71,14 @@ def test_a_preference_is_recorded_on_the_answers_the_page_showed(
             assert api.post(f"/runs/{run_b}/outputs", json=_answers("Version B", first)).status_code == 200
             with page.expect_navigation():
                 page.keyboard.press("2")
+            # Saved on what alice read; the same item comes back, says so, and shows the answer as it is now.
+            assert page.url.endswith(f"/rate/{task}/1")
+            notice = page.locator("[role=alert]").inner_text()
+            assert "An answer changed while this page was open" in notice
+            assert any("corrigée" in t for t in page.locator("section.answer > p.text").all_inner_texts())
+            page.screenshot(path=str(tmp_path / "stale-notice.png"), full_page=True)
+            with page.expect_navigation():
+                page.keyboard.press("2")
             assert page.url.endswith(f"/rate/{task}/2")
             assert not any("corrigée" in t for t in page.locator("section.answer > p.text").all_inner_texts())
             with page.expect_navigation():
@@ -83,8 +91,9 @@ def test_a_preference_is_recorded_on_the_answers_the_page_showed(
         assert read.status_code == 200, read.text
     with Session(engine) as s:
         items = {i.position: i for i in s.scalars(select(TaskItem).where(TaskItem.task_id == task))}
-    assert (items[1].status, items[1].output_version, items[1].output_b_version) == ("rated", 1, 1)
+    # Rated again on the page that showed the new answer: the preference is on run B's version 2.
+    assert (items[1].status, items[1].output_version, items[1].output_b_version) == ("rated", 1, 2)
     assert (items[2].status, items[2].output_version, items[2].output_b_version) == ("rated", 1, 1)
     assert items[3].status == "pending"
-    assert read.json()["preferences"] == {"side_by_side": 1, "imported": 0, "stale": 1}
+    assert read.json()["preferences"] == {"side_by_side": 2, "imported": 0, "stale": 0}
     assert not blocked, f"requests leaving the loopback server were blocked: {blocked[:5]}"

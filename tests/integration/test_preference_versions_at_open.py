@@ -89,6 +89,7 @@ def test_opened_on_v1_submitted_after_the_edit_is_stored_on_v1_and_stale(
     url = f"/tasks/{task}/queue/{pos}"
     r = team.as_("alice", "PUT", url, json={"action": "rate", "score": 2, **_served(opened)})
     assert r.status_code == 200, r.text
+    assert r.json()["stale"] is True  # the client is told its preference is on an answer since changed
     item = _stored(engine, task, "q3")
     assert (item.output_version, item.output_b_version) == (1, 1)  # what alice read, not what is there now
     read = _report(client, a, b)
@@ -100,6 +101,7 @@ def test_opened_on_v1_submitted_after_the_edit_is_stored_on_v1_and_stale(
     assert "corrigée" in next(x["answer"] for x in again["answers"] if x["side"] == b_side)
     r = team.as_("alice", "PUT", url, json={"action": "rate", "score": 2, **_served(again)})
     assert r.status_code == 200, r.text
+    assert r.json()["stale"] is False
     item = _stored(engine, task, "q3")
     assert (item.output_version, item.output_b_version) == (1, 2)
     assert _report(client, a, b)["preferences"] == {"side_by_side": 1, "imported": 0, "stale": 0}
@@ -240,9 +242,16 @@ def test_the_rating_page_sends_back_the_versions_it_showed(
     r = browser.post(
         f"/rate/{task}/{pos}", data={**form, "action": "rate", "score": "2"}, follow_redirects=False
     )
-    assert r.status_code == 303, r.text[:500]
+    # Saved on what alice read, and she is told so on the same item, which now shows the new answer.
+    assert r.status_code == 200, r.text[:500]
+    assert "An answer changed while this page was open" in r.text
+    assert "2" in _form(r.text).values()
     item = _stored(engine, task, "q3")
     assert (item.status, item.output_version, item.output_b_version) == ("rated", 1, 1)
     assert _report(client, a, b)["preferences"] == {"side_by_side": 0, "imported": 0, "stale": 1}
-    # The reloaded page carries the new version.
-    assert "2" in _form(browser.get(f"/rate/{task}/{pos}").text).values()
+    # Rated again from that page, the preference is on the current answers and the queue moves on.
+    r = browser.post(
+        f"/rate/{task}/{pos}", data={**_form(r.text), "action": "rate", "score": "2"}, follow_redirects=False
+    )
+    assert r.status_code == 303, r.text[:500]
+    assert _report(client, a, b)["preferences"] == {"side_by_side": 1, "imported": 0, "stale": 0}

@@ -106,7 +106,7 @@ def test_opened_on_v1_submitted_after_the_edit_is_kept_on_v1_out_of_the_report(
     _edit(client, team.run, "q3")  # the answer moves to version 2 while alice reads version 1
     r = _rate(team, pos, 2, version=_served(opened))
     assert r.status_code == 200, r.text
-    assert r.json()["status"] == "rated"
+    assert (r.json()["status"], r.json()["stale"]) == ("rated", True)
     # Kept at the version alice read; nothing on the current answer, which she has not seen.
     assert _stored(engine, "q3") == (2, [], [(1, 2)], "rated")
     assert _rated_questions(client, team.run) == []
@@ -119,6 +119,7 @@ def test_opened_on_v1_submitted_after_the_edit_is_kept_on_v1_out_of_the_report(
     assert _served(again) == 2 and again["answers"][0]["answer"] == EDITED
     r = _rate(team, pos, 4, version=_served(again))
     assert r.status_code == 200, r.text
+    assert r.json()["stale"] is False
     assert _stored(engine, "q3") == (2, [4], [(1, 2)], "rated")
     assert _rated_questions(client, team.run) == [("q3", "alice", 4)]
 
@@ -240,11 +241,13 @@ def test_the_rating_page_sends_back_the_version_it_showed(
     r = browser.post(
         f"/rate/{team.task}/{pos}", data={**form, "action": "rate", "score": "2"}, follow_redirects=False
     )
-    assert r.status_code == 303, r.text[:500]
+    # Saved on what alice read; she is told so on the same item, which shows the new answer.
+    assert r.status_code == 200, r.text[:500]
+    assert "An answer changed while this page was open" in r.text and "corrigée" in r.text
     assert _stored(engine, "q3") == (2, [], [(1, 2)], "rated")
     assert len(_previous_answer_notes(client, team.run)) == 1
-    # The reloaded page carries the new version, and a score sent from it rates the current answer.
-    form = _form(browser.get(f"/rate/{team.task}/{pos}").text)
+    # That page carries the new version, and a score sent from it rates the current answer.
+    form = _form(r.text)
     assert form["version"] == "2"
     r = browser.post(
         f"/rate/{team.task}/{pos}", data={**form, "action": "rate", "score": "4"}, follow_redirects=False
