@@ -13,6 +13,7 @@ import hmac
 import os
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from ipaddress import ip_address
@@ -137,6 +138,9 @@ class AuthState:
     def __init__(self, settings: Settings) -> None:
         self.hasher = accounts.KeyHasher(settings.auth)
         self.key_checks = KeyChecks()
+        # Sign-ins of each account name whose key is being checked (touched on the event loop only): they
+        # count towards the name's failed-login limit until their outcome is recorded.
+        self.signing_in: Counter[str] = Counter()
         self._settings = settings
         self._secret: bytes | None = None
         self._lock = threading.Lock()

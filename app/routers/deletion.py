@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+import anyio
+from fastapi import APIRouter, Query, Request
 
-from app.deps import CommittingRoute, DatasetId, JobId, RunId, SessionDep, SettingsDep
+from app.deps import CommittingRoute, DatasetId, JobId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from services.deletion import service
 from services.deletion.service import DeleteReport
@@ -16,11 +17,16 @@ Cascade = Query(False, description="also delete what depends on it (listed in th
 @router.delete(
     "/datasets/{dataset_id}", response_model=DeleteReport, responses=responses(404, 409), tags=["datasets"]
 )
-def delete_dataset(
-    dataset_id: DatasetId, session: SessionDep, settings: SettingsDep, cascade: bool = Cascade
+async def delete_dataset(
+    dataset_id: DatasetId, request: Request, settings: SettingsDep, cascade: bool = Cascade
 ) -> DeleteReport:
-    """Delete a dataset; with `cascade=true` its documents, questions, runs and everything under them too."""
-    return service.delete_dataset(session, dataset_id, cascade, settings.data_dir)
+    """Delete a dataset; with `cascade=true` its documents, questions, runs and everything under them too.
+    Its index files are removed once the rows are gone (committed)."""
+    report = await run_in_session(request, service.delete_dataset, dataset_id, cascade)
+    if settings.data_dir is not None:
+        note = await anyio.to_thread.run_sync(service.remove_index_files, settings.data_dir, dataset_id)
+        report.notes += [note] if note else []
+    return report
 
 
 @router.delete("/runs/{run_id}", response_model=DeleteReport, responses=responses(404, 409), tags=["runs"])

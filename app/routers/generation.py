@@ -24,8 +24,12 @@ async def answer(
     context = await run_in_session(
         request, service.answer_context, settings, dataset_id, body.question, body.k, body.mode, read=True
     )
-    async with request.app.state.answer_limiter:
-        return await anyio.to_thread.run_sync(service.answer_from, settings, body.question, context)
+    # Threads of their own (the limiter's), so that answers waiting on the LLM never take the threads
+    # database work needs.
+    limiter = request.app.state.answer_limiter
+    return await anyio.to_thread.run_sync(
+        service.answer_from, settings, body.question, context, limiter=limiter
+    )
 
 
 @router.post(

@@ -140,22 +140,34 @@ async def login(
     if not login_csrf_ok(request, csrf):
         return again("The form expired or did not come from this site; please sign in again.", 403)
     client = request.client.host if request.client else "unknown"
-    try:
-        await run_in_session(request, accounts.check_login_limits, settings.auth, name, client, read=True)
-    except TooManyRequests as exc:
-        page = again(f"Too many failed sign-ins. {exc.detail[0].upper()}{exc.detail[1:]}.", 429)
-        page.headers["Retry-After"] = str(exc.retry_after)
-        return page
     state = auth_state(request)
+    account = accounts.login_name(name)
+    in_flight = state.signing_in[account]
+    state.signing_in[account] += 1  # before the first await: a parallel attempt sees this one
     try:
-        identity = await state.key_checks.identity(request, state.hasher, key)
-    except Unauthorized:
-        identity = None
-    if identity is None or identity.user_id is None or identity.name != accounts.login_name(name):
-        await run_in_session(request, accounts.record_login_failure, settings.auth, name, client)
-        return again("Unknown account name or key.", 401)
-    hours = settings.auth.session_hours
-    token = await run_in_session(request, accounts.open_session, identity.user_id, hours)
+        try:
+            limits = (settings.auth, name, client, in_flight)
+            await run_in_session(request, accounts.check_login_limits, *limits, read=True)
+        except TooManyRequests as exc:
+            page = again(f"Too many failed sign-ins. {exc.detail[0].upper()}{exc.detail[1:]}.", 429)
+            page.headers["Retry-After"] = str(exc.retry_after)
+            return page
+        try:
+            identity = await state.key_checks.identity(request, state.hasher, key)
+        except Unauthorized:
+            identity = None
+        try:
+            if identity is None or identity.key_id is None or identity.name != account:
+                raise Unauthorized("unknown account name or key")
+            hours = settings.auth.session_hours
+            token = await run_in_session(request, accounts.open_login_session, identity.key_id, hours)
+        except Unauthorized:
+            await run_in_session(request, accounts.record_login_failure, settings.auth, name, client)
+            return again("Unknown account name or key.", 401)
+    finally:
+        state.signing_in[account] -= 1
+        if not state.signing_in[account]:
+            del state.signing_in[account]
     response = RedirectResponse(_safe_next(next, identity), status_code=303)
     set_session_cookie(request, response, token)
     return response
@@ -205,10 +217,17 @@ def _levels(view: ItemView) -> list[dict[str, Any]]:
 
 
 def _item_page(
-    request: Request, session: Any, me: Identity, task_id: int, position: int, error: str | None, status: int
+    request: Request,
+    session: Any,
+    me: Identity,
+    task_id: int,
+    position: int,
+    error: str | None,
+    status: int,
+    notice: str | None = None,
 ) -> HTMLResponse:
     view = tasks.item_view(session, task_id, me.user_id, position)
-    return _page(request, "item.html", me, status, v=view, levels=_levels(view), error=error)
+    return _page(request, "item.html", me, status, v=view, levels=_levels(view), error=error, notice=notice)
 
 
 @router.get("/rate/{task_id}/{position}")
@@ -247,6 +266,10 @@ def item_action(
         value = int(score) if score.strip() else None
     except ValueError:
         return _item_page(request, session, me, task_id, position, "the score must be a whole number", 422)
+    if value is not None and not -MAX_INT <= value <= MAX_INT:
+        return _item_page(
+            request, session, me, task_id, position, "the score is not a level of the scale", 422
+        )
     versions: dict[str, int | None] = {}
     for field, text in (
         ("left_version", left_version),
@@ -271,7 +294,7 @@ def item_action(
     except Conflict as exc:  # the page showed a version the answer never had: show the answers as they are
         return _item_page(request, session, me, task_id, position, exc.detail, 409)
     if result.stale:  # saved, on the text the rater read; show the answers as they are now
-        return _item_page(request, session, me, task_id, position, STALE, 200)
+        return _item_page(request, session, me, task_id, position, None, 200, notice=STALE)
     target = result.next_position
     return RedirectResponse(f"/rate/{task_id}/{target}" if target else f"/rate/{task_id}", status_code=303)
 

@@ -148,7 +148,13 @@ def update_user(session: Session, user_id: int, data: UserUpdate, actor: Identit
 
 
 def issue_key(session: Session, hasher: KeyHasher, data: KeyCreate) -> KeyIssued:
-    """A new key for the named account, creating the account when ``role`` is given and it does not exist."""
+    """A new key for the named account, creating the account when ``role`` is given and it does not exist.
+
+    The key is made and hashed before the first statement, so that on a fresh session (an endpoint's) the
+    hash's CPU time is spent outside the transaction and its locks."""
+    prefix = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    digest = hasher.hash(key)
     repo = AccountRepository(session)
     user = repo.user_by_name(data.name)
     if user is None:
@@ -166,9 +172,7 @@ def issue_key(session: Session, hasher: KeyHasher, data: KeyCreate) -> KeyIssued
             f"PATCH /users/{user.id}",
             [ItemError(None, "role", f"the account's role is {user.role}")],
         )
-    prefix = secrets.token_hex(6)
-    key = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-    row = ApiKey(user_id=user.id, label=data.label, prefix=prefix, hash=hasher.hash(key))
+    row = ApiKey(user_id=user.id, label=data.label, prefix=prefix, hash=digest)
     repo.add(row)
     repo.flush()
     return KeyIssued(**key_read(row, user).model_dump(), key=key)
@@ -216,11 +220,6 @@ def authenticate_key(session: Session, hasher: KeyHasher, key: str) -> Identity:
         raise Unauthorized(INVALID_KEY)
     row, user = found
     return _identity(user, "key", key_id=row.id)
-
-
-def key_user(session: Session, hasher: KeyHasher, key: str) -> User | None:
-    found = _valid_key(session, hasher, key)
-    return found[1] if found else None
 
 
 def _valid_key(session: Session, hasher: KeyHasher, key: str) -> tuple[ApiKey, User] | None:
@@ -271,15 +270,18 @@ def login_name(name: str) -> str:
     return name.strip()[:200]
 
 
-def check_login_limits(session: Session, auth: AuthSettings, name: str, client: str) -> None:
+def check_login_limits(
+    session: Session, auth: AuthSettings, name: str, client: str, in_flight: int = 0
+) -> None:
     """The first step of a sign-in (account name + one of its keys), before the key is checked: raises
-    TooManyRequests when the name or the client address has too many recent failures.
+    TooManyRequests when the name or the client address has too many recent failures. ``in_flight``: other
+    sign-ins of the name whose key is being checked (in this process); they count as failures of the name
+    until their outcome is recorded, so that attempts sent in parallel cannot pass the name's limit.
 
     The key is then checked outside any write transaction (its hash check takes tens of milliseconds), and
-    a mismatch recorded by ``record_login_failure``. Attempts checked at the same moment are all let
-    through before any of their failures is recorded, so the limits can be passed by the attempts in flight
-    at once; counting attempts before their check would close that gap, but would lock out a room of raters
-    signing in together behind one address.
+    a mismatch recorded by ``record_login_failure``. The address limit counts recorded failures only:
+    counting sign-ins in flight there would lock out a room of raters signing in together behind one
+    address.
     """
     repo = AccountRepository(session)
     now = _now()
@@ -287,12 +289,22 @@ def check_login_limits(session: Session, auth: AuthSettings, name: str, client: 
     name = login_name(name)
     client = client[:64]
     if (
-        repo.failures_since(since, name=name) >= auth.login_max_failures
+        repo.failures_since(since, name=name) + in_flight >= auth.login_max_failures
         or repo.failures_since(since, client=client) >= 4 * auth.login_max_failures
     ):
         oldest = repo.oldest_failure_since(since, name=name, client=client) or now
         wait = max(1, int((_aware(oldest) - since).total_seconds()) + 1)
         raise TooManyRequests(f"too many failed logins; try again in {wait} s", retry_after=wait)
+
+
+def open_login_session(session: Session, key_id: int, hours: float) -> str:
+    """The last step of a sign-in whose key matched: a browser session for the key's account, unless the key
+    was revoked or the account deactivated since it was checked (Unauthorized)."""
+    row = AccountRepository(session).key(key_id)
+    user = session.get(User, row.user_id) if row is not None else None
+    if row is None or row.revoked_at is not None or user is None or not user.active:
+        raise Unauthorized("unknown account name or key")
+    return open_session(session, user.id, hours)
 
 
 def record_login_failure(session: Session, auth: AuthSettings, name: str, client: str) -> None:

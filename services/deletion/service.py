@@ -75,9 +75,11 @@ def _merge(total: Counter[str], rows: dict[str, int]) -> None:
         total[k] += v
 
 
-def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: Path | None) -> DeleteReport:
+def delete_dataset(session: Session, dataset_id: int, cascade: bool) -> DeleteReport:
     """Delete a dataset; with ``cascade`` also its documents, questions, passages, runs (outputs, chunks,
-    ratings, scores), their jobs, its index state and index files. Raises NotFound, Conflict."""
+    ratings, scores), their jobs and its index state. Raises NotFound, Conflict. Its index files are
+    removed by ``remove_index_files`` once this transaction has committed (were they removed first and the
+    commit failed, the dataset would stay with its index gone)."""
     repo = DeletionRepository(session)
     dataset = DatasetRepository(session).get(dataset_id)
     if dataset is None:
@@ -102,13 +104,16 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool, data_dir: P
     _merge(total, repo.delete_jobs([j.id for j in jobs]))
     total["run"] += repo.delete_run_rows(repo.runs_of(dataset_id))
     _merge(total, repo.delete_dataset_rows(dataset_id))
-    notes = []
-    if data_dir is not None:
-        directory = data_dir / "indexes" / str(dataset_id)
-        if directory.exists():
-            shutil.rmtree(directory, ignore_errors=True)
-            notes.append(f"index files removed ({directory})")
-    return DeleteReport(deleted=what, rows=dict(total), notes=notes)
+    return DeleteReport(deleted=what, rows=dict(total), notes=[])
+
+
+def remove_index_files(data_dir: Path, dataset_id: int) -> str | None:
+    """Remove a deleted dataset's index files; the note to report, if there were any."""
+    directory = data_dir / "indexes" / str(dataset_id)
+    if not directory.exists():
+        return None
+    shutil.rmtree(directory, ignore_errors=True)
+    return f"index files removed ({directory})"
 
 
 def delete_run(session: Session, run_id: int, cascade: bool) -> DeleteReport:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, event, select
 
+from app.settings import Settings
 from services.db import make_session_factory
 from services.jobs.service import create_job
 from services.jobs.worker import JobContext, Worker
@@ -301,3 +302,31 @@ def test_index_jobs_and_unknown_ids(client: TestClient, engine: Engine) -> None:
     assert "rebuilt" in body["detail"]
     for path in ("/datasets/999", "/runs/999", "/jobs/999/results", "/runs/999/scores/external.x"):
         assert_envelope(client.delete(path), 404)
+
+
+def test_index_files_go_only_once_the_dataset_rows_are_gone(client: TestClient, settings: Settings) -> None:
+    """A deletion whose commit fails leaves the dataset and its index files; one that commits removes both."""
+    ds = client.post("/datasets", json={"name": "indexed", "language": "en"}).json()["id"]
+    assert settings.data_dir is not None
+    directory = settings.data_dir / "indexes" / str(ds)
+    directory.mkdir(parents=True)
+    (directory / "bm25.pkl").write_bytes(b"index")
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+
+    def refuse(session: Any) -> None:
+        raise RuntimeError("commit refused")
+
+    event.listen(factory, "before_commit", refuse)
+    try:
+        with pytest.raises(RuntimeError, match="commit refused"):
+            client.delete(f"/datasets/{ds}")
+    finally:
+        event.remove(factory, "before_commit", refuse)
+    assert client.get(f"/datasets/{ds}").status_code == 200
+    assert (directory / "bm25.pkl").read_bytes() == b"index"
+
+    r = client.delete(f"/datasets/{ds}")
+    assert r.status_code == 200, r.text
+    assert r.json()["notes"] == [f"index files removed ({directory})"]
+    assert not directory.exists()
+    assert client.get(f"/datasets/{ds}").status_code == 404

@@ -73,7 +73,7 @@ def test_a_preference_is_recorded_on_the_answers_the_page_showed(
                 page.keyboard.press("2")
             # Saved on what alice read; the same item comes back, says so, and shows the answer as it is now.
             assert page.url.endswith(f"/rate/{task}/1")
-            notice = page.locator("[role=alert]").inner_text()
+            notice = page.locator("[role=status]").inner_text()
             assert "An answer changed while this page was open" in notice
             assert any("corrigée" in t for t in page.locator("section.answer > p.text").all_inner_texts())
             page.screenshot(path=str(tmp_path / "stale-notice.png"), full_page=True)

@@ -36,7 +36,8 @@ def _integers(
             seen.add(name)
             yield from _integers(components[name], components, seen, name)
         return
-    if schema.get("type") == "integer" and "maximum" not in schema and "enum" not in schema:
+    bounded = "maximum" in schema and "minimum" in schema
+    if schema.get("type") == "integer" and not bounded and "enum" not in schema:
         yield where
     for key in ("anyOf", "oneOf", "allOf"):
         for part in schema.get(key, []):

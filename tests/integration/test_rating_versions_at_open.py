@@ -235,6 +235,10 @@ def test_the_rating_page_sends_back_the_version_it_showed(
         )
         assert r.status_code == status and "version" in r.text, r.text[:500]
         assert 'id="rate-form"' in r.text
+    # So does a score that is no level of the scale, however large (up to the field's 10 characters).
+    for bad, says in (("9999999999", "not a level of the scale"), ("9", "give a score in 1..5")):
+        r = browser.post(f"/rate/{team.task}/{pos}", data={**form, "action": "rate", "score": bad})
+        assert r.status_code == 422 and says in r.text, r.text[:500]
     assert _stored(engine, "q3") == (1, [], [], "pending")
 
     _edit(client, team.run, "q3")  # the page is still showing version 1
