@@ -171,8 +171,10 @@ def up_to_date(session: Session, settings: Settings, dataset_id: int) -> bool:
     return all(p in states and states[p].fingerprint == fp for p in PARTS)
 
 
-def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> LoadedIndex:
-    """The dataset's index for ``mode``; raises Conflict (409) when it is missing or stale."""
+def require(session: Session, settings: Settings, dataset_id: int, mode: str) -> str:
+    """The fingerprint of the dataset's index for ``mode``; raises Conflict (409) when it is missing or
+    stale. Reads the store only, no index file: a write transaction can check it without loading the index
+    (a cold load can take seconds, and would hold the transaction's locks meanwhile)."""
     fp, _ = fingerprint(session, settings, dataset_id)
     states = IndexRepository(session).states(dataset_id)
     missing = [p for p in NEEDS[mode] if p not in states or states[p].fingerprint != fp]
@@ -182,6 +184,12 @@ def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> Lo
             f"the {'index is out of date' if stale else 'dataset is not indexed'} for mode {mode!r} "
             f"(missing: {', '.join(missing)}); build it with POST /datasets/{dataset_id}/index"
         )
+    return fp
+
+
+def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> LoadedIndex:
+    """The dataset's index for ``mode``; raises Conflict (409) when it is missing or stale."""
+    fp = require(session, settings, dataset_id, mode)
     directory = index_dir(settings, dataset_id)
     search = _dense_search(settings)
     key = (str(directory), fp, mode, search)

@@ -136,7 +136,7 @@ def create_generate_job(session: Session, settings: Settings, run_id: int, regen
                 )
             ],
         )
-    index.load(session, settings, run.dataset_id, mode)  # 409 now rather than failures later
+    index.require(session, settings, run.dataset_id, mode)  # 409 now rather than failures later
     existing = RunRepository(session).outputs_by_question(run_id)
     questions = DatasetRepository(session).questions(run.dataset_id)
     keys = [

@@ -335,3 +335,28 @@ def test_answers_waiting_on_the_llm_hold_no_database_slot(
             for thread in threads:
                 thread.join(60)
     assert answers == [200] * int(waiting)
+
+
+def test_starting_generation_checks_the_index_without_loading_it(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /runs/{id}/generate answers 409 when the index is missing, from the store alone: its write
+    transaction never loads index files (a cold load would hold SQLite's write lock meanwhile)."""
+    from services.rag import index
+
+    def no_load(*args: Any) -> None:
+        raise AssertionError("the index was loaded inside the request's transaction")
+
+    monkeypatch.setattr(index, "load", no_load)
+    bm25 = {"name": "bm25", "system": {"retriever": "bm25", "k": 5, "generator": "extractive"}}
+    ds = load_demo(client)
+    run = client.post(f"/datasets/{ds}/runs", json=bm25).json()["id"]
+    body = assert_envelope(client.post(f"/runs/{run}/generate"), 409)
+    assert f"POST /datasets/{ds}/index" in body["detail"]
+    monkeypatch.undo()
+    assert client.post(f"/datasets/{ds}/index").status_code == 202
+    drain(client)
+    monkeypatch.setattr(index, "load", no_load)
+    job = client.post(f"/runs/{run}/generate")
+    assert job.status_code == 202, job.text
+    assert job.json()["total"] == 50
