@@ -27,10 +27,15 @@ from tests.conftest import Live, issue_key
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _csrf(html: str) -> str:
+    """The CSRF token of the first form of a page."""
+    return html.split('name="csrf" value="')[1].split('"')[0]
+
+
 def login(c: TestClient, name: str, key: str, *, csrf: str | None = None) -> Any:
     page = c.get("/login")
     assert page.status_code == 200
-    token = csrf if csrf is not None else page.text.split('name="csrf" value="')[1].split('"')[0]
+    token = csrf if csrf is not None else _csrf(page.text)
     return c.post("/login", data={"name": name, "key": key, "csrf": token}, follow_redirects=False)
 
 
@@ -172,8 +177,7 @@ def test_session_needs_csrf_on_unsafe_api_calls_and_forms(client: TestClient) ->
     r = rater.post("/logout", data={"csrf": "forged"}, follow_redirects=False)
     assert r.status_code == 403 and rater.get("/me").status_code == 200
     page = rater.get(f"/rate/{team.task}/1").text
-    csrf = page.split('name="csrf" value="')[1].split('"')[0]
-    r = rater.post("/logout", data={"csrf": csrf}, follow_redirects=False)
+    r = rater.post("/logout", data={"csrf": _csrf(page)}, follow_redirects=False)
     assert r.status_code == 303
     assert rater.get("/me").status_code == 401
 
@@ -220,20 +224,8 @@ def test_a_burst_of_sign_ins_all_get_their_session(live_server: Live, engine: En
     counted as failures."""
     keys = {f"r{i}": issue_key_over_http(live_server, f"r{i}") for i in range(24)}
     wrong = {f"w{i}": "rgm_000000000000_wrong" for i in range(6)}
-    results: dict[str, int] = {}
-
-    def sign_in(name: str, key: str) -> None:
-        with httpx.Client(base_url=live_server.url, timeout=120) as browser:
-            page = browser.get("/login")
-            token = page.text.split('name="csrf" value="')[1].split('"')[0]
-            form = {"name": name, "key": key, "csrf": token}
-            results[name] = browser.post("/login", data=form, follow_redirects=False).status_code
-
-    threads = [threading.Thread(target=sign_in, args=item) for item in [*keys.items(), *wrong.items()]]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(180)
+    attempts = [*keys.items(), *wrong.items()]
+    results = dict(zip([name for name, _ in attempts], _sign_ins_at_once(live_server, attempts), strict=True))
     assert {name: results.get(name) for name in keys} == dict.fromkeys(keys, 303)
     assert {name: results.get(name) for name in wrong} == dict.fromkeys(wrong, 401)
     assert sorted(_failures(engine)) == sorted(wrong)
@@ -247,23 +239,28 @@ def test_parallel_wrong_keys_cannot_pass_the_names_limit(
     (401), the rest refused before any check (429). Without that count, 38 of 40 were checked."""
     key = issue_key_over_http(live_server, "alice")
     guess = key[:-4] + ("aaaa" if not key.endswith("aaaa") else "bbbb")
-    results: list[int] = []
+    results = _sign_ins_at_once(live_server, [("alice", guess)] * 40)
+    limit = settings.auth.login_max_failures
+    assert sorted(results) == [401] * limit + [429] * (40 - limit)
+    assert _failures(engine) == ["alice"] * limit
 
-    def sign_in() -> None:
-        with httpx.Client(base_url=live_server.url, timeout=120) as browser:
-            page = browser.get("/login")
-            token = page.text.split('name="csrf" value="')[1].split('"')[0]
-            form = {"name": "alice", "key": guess, "csrf": token}
-            results.append(browser.post("/login", data=form, follow_redirects=False).status_code)
 
-    threads = [threading.Thread(target=sign_in) for _ in range(40)]
+def _sign_ins_at_once(live: Live, attempts: list[tuple[str, str]]) -> list[int | None]:
+    """Each (name, key) signed in at the login form from a browser of its own (an httpx client with its
+    cookies), all at once over loopback HTTP; the answers' statuses, in order (None: no answer)."""
+    statuses: list[int | None] = [None] * len(attempts)
+
+    def sign_in(i: int, name: str, key: str) -> None:
+        with httpx.Client(base_url=live.url, timeout=120) as browser:
+            form = {"name": name, "key": key, "csrf": _csrf(browser.get("/login").text)}
+            statuses[i] = browser.post("/login", data=form, follow_redirects=False).status_code
+
+    threads = [threading.Thread(target=sign_in, args=(i, *a)) for i, a in enumerate(attempts)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(180)
-    limit = settings.auth.login_max_failures
-    assert sorted(results) == [401] * limit + [429] * (40 - limit)
-    assert _failures(engine) == ["alice"] * limit
+    return statuses
 
 
 def issue_key_over_http(live: Live, name: str) -> str:
