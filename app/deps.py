@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from app.settings import Settings
 from services.db import run_transaction
-from services.types import MAX_ID
+from services.types import MAX_ID, MAX_INT
 
 T = TypeVar("T")
 log = logging.getLogger("ragmeta.db")
@@ -196,6 +196,8 @@ JobId = Annotated[int, id_path("job")]
 TaskId = Annotated[int, id_path("rating task")]
 UserId = Annotated[int, id_path("account")]
 KeyId = Annotated[int, id_path("key")]
+# An item's place in a rater's queue of a rating task.
+Position = Annotated[int, Path(ge=1, le=MAX_INT, description="1-based, in the caller's own order")]
 
 # numpy's generators take seeds in [0, 2**32); recorded with every bootstrap.
 SeedQuery = Annotated[int, Query(ge=0, le=2**32 - 1, description="bootstrap seed, recorded in the report")]

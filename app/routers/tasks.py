@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.auth import require
-from app.deps import CommittingRoute, SessionDep, TaskId
+from app.deps import CommittingRoute, Position, SessionDep, TaskId
 from app.errors import responses
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
 from services.scores.service import table_csv
@@ -22,11 +22,9 @@ from services.tasks.schemas import (
     TaskCreate,
     TaskRead,
 )
-from services.types import MAX_INT
 
 router = APIRouter(tags=["rating tasks"], route_class=CommittingRoute)
 EXPORT_ROW = "#/components/schemas/ExportRow"
-Position = Annotated[int, Path(ge=1, le=MAX_INT, description="1-based, in the caller's own order")]
 Writer = Annotated[Identity, Depends(require(WRITERS))]
 Reader = Annotated[Identity, Depends(require(READERS))]
 Rater = Annotated[Identity, Depends(require(RATERS))]

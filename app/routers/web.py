@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Query, Request, Response
-from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -26,7 +25,7 @@ from app.auth import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
-from app.deps import CommittingRoute, SessionDep, SettingsDep, TaskId, run_in_session
+from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId, run_in_session
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
@@ -76,7 +75,6 @@ class HtmlRoute(CommittingRoute):
 
 
 router = APIRouter(include_in_schema=False, route_class=HtmlRoute)
-Position = Annotated[int, PathParam(ge=1, le=MAX_INT)]
 
 
 def mount_static(app: FastAPI) -> None:
