@@ -14,7 +14,8 @@ import os
 import secrets
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from ipaddress import ip_address
 from pathlib import Path
@@ -138,9 +139,7 @@ class AuthState:
     def __init__(self, settings: Settings) -> None:
         self.hasher = accounts.KeyHasher(settings.auth)
         self.key_checks = KeyChecks()
-        # Sign-ins of each account name whose key is being checked (touched on the event loop only): they
-        # count towards the name's failed-login limit until their outcome is recorded.
-        self.signing_in: Counter[str] = Counter()
+        self._signing_in: Counter[str] = Counter()
         self._settings = settings
         self._secret: bytes | None = None
         self._lock = threading.Lock()
@@ -151,6 +150,20 @@ class AuthState:
             if self._secret is None:
                 self._secret = load_secret(self._settings)
             return self._secret
+
+    @contextmanager
+    def signing_in_as(self, name: str) -> Iterator[int]:
+        """Counts a sign-in of account ``name`` while its key is checked and its outcome recorded; yields how
+        many other sign-ins of the name are (they count towards its failed-login limit). Event loop only:
+        enter it before the first await, so that a parallel attempt sees this one."""
+        others = self._signing_in[name]
+        self._signing_in[name] += 1
+        try:
+            yield others
+        finally:
+            self._signing_in[name] -= 1
+            if not self._signing_in[name]:
+                del self._signing_in[name]
 
     def signer(self, purpose: str) -> TimestampSigner:
         return TimestampSigner(self.secret, salt=f"ragmeta-{purpose}")

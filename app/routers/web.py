@@ -138,11 +138,8 @@ async def login(
     if not login_csrf_ok(request, csrf):
         return again("The form expired or did not come from this site; please sign in again.", 403)
     client = request.client.host if request.client else "unknown"
-    state = auth_state(request)
     account = accounts.login_name(name)
-    in_flight = state.signing_in[account]
-    state.signing_in[account] += 1  # before the first await: a parallel attempt sees this one
-    try:
+    with auth_state(request).signing_in_as(account) as in_flight:
         try:
             limits = (settings.auth, name, client, in_flight)
             await run_in_session(request, accounts.check_login_limits, *limits, read=True)
@@ -150,10 +147,7 @@ async def login(
             page = again(f"Too many failed sign-ins. {exc.detail[0].upper()}{exc.detail[1:]}.", 429)
             page.headers["Retry-After"] = str(exc.retry_after)
             return page
-        try:
-            identity = await state.key_checks.identity(request, state.hasher, key)
-        except Unauthorized:
-            identity = None
+        identity = await _key_identity(request, key)
         try:
             if identity is None or identity.key_id is None or identity.name != account:
                 raise Unauthorized("unknown account name or key")
@@ -162,13 +156,18 @@ async def login(
         except Unauthorized:
             await run_in_session(request, accounts.record_login_failure, settings.auth, name, client)
             return again("Unknown account name or key.", 401)
-    finally:
-        state.signing_in[account] -= 1
-        if not state.signing_in[account]:
-            del state.signing_in[account]
     response = RedirectResponse(_safe_next(next, identity), status_code=303)
     set_session_cookie(request, response, token)
     return response
+
+
+async def _key_identity(request: Request, key: str) -> Identity | None:
+    """The identity of an API key as the API checks it (``KeyChecks``), None when it is not a valid key."""
+    state = auth_state(request)
+    try:
+        return await state.key_checks.identity(request, state.hasher, key)
+    except Unauthorized:
+        return None
 
 
 @router.post("/logout")
