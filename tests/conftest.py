@@ -17,8 +17,9 @@ from types import ModuleType
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import Pool
 
 from app.main import create_app
 from app.settings import Settings
@@ -45,6 +46,45 @@ def pytest_configure(config: pytest.Config) -> None:
     marked = getattr(hook, "_must_rewrite", None)
     if isinstance(marked, set):
         marked -= _LIBRARIES_NOT_REWRITTEN
+
+
+# A test touches the database exactly when it asks for the test database (``database_url``, which ``engine``,
+# ``settings``, ``client`` and ``live_server`` depend on): it is marked ``database``, so that a second run
+# against another database (`-m database`) runs every test that can tell the two apart and no other.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "database_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.database)
+
+
+# The marker is checked, not trusted: a test without it that connects to any database in this process fails,
+# so a test cannot drop out of the PostgreSQL run by reaching a store some other way.
+_unmarked_connections: list[str] = []
+_current_unmarked: list[str] = []
+
+
+@event.listens_for(Pool, "connect")
+def _record_connection(dbapi_connection: object, record: object) -> None:
+    if _current_unmarked:
+        _unmarked_connections.append(f"{_current_unmarked[-1]}: {type(dbapi_connection).__module__}")
+
+
+@pytest.fixture(autouse=True)
+def _database_tests_are_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("database") is not None:
+        yield
+        return
+    start = len(_unmarked_connections)
+    _current_unmarked.append(request.node.nodeid)
+    try:
+        yield
+    finally:
+        _current_unmarked.pop()
+    opened = _unmarked_connections[start:]
+    assert not opened, (
+        f"a database connection was opened by a test that does not use the database_url fixture "
+        f"(it would not run on PostgreSQL): {opened[:3]}"
+    )
 
 
 # Network guard: every test fails if anything in this process tries to reach a host other than loopback
@@ -121,11 +161,32 @@ def _revision(name: str) -> ModuleType:
     return module
 
 
+def _database_of_this_worker(url: str) -> str:
+    """Under pytest-xdist each worker process gets a PostgreSQL database of its own (``<name>_gw0``, ...),
+    created beside the given one, since every test empties the tables it used."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()
+            if exists is None:
+                conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    finally:
+        admin.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("RAGMETA_TEST_DATABASE_URL")
     if not url:
         url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+    else:
+        url = _database_of_this_worker(url)
     # Start from nothing whatever the previous run left behind, then apply every migration.
     engine = make_engine(url)
     with engine.begin() as conn:
