@@ -184,10 +184,10 @@ def resolve(
             rater = _cell(r.data, "rater") or ""
             by_position.setdefault((key, rater), []).append(r)
             continue
-        found, reason, fname = indexes[key].find(qid, text)
+        found, why, fname = indexes[key].find(qid, text)
         if found is None:
-            assert reason is not None
-            errors.append(ItemError(r.index, f"{field_prefix}{fname}", reason, r.line))
+            assert why is not None
+            errors.append(ItemError(r.index, f"{field_prefix}{fname}", why, r.line))
             continue
         out.append((r, key, found.external_id))
     for (key, rater), group in by_position.items():
