@@ -155,8 +155,9 @@ def test_ratings_by_row_order_only_when_asked(client: TestClient, tmp_path: Path
     assert refused.status_code == 422 and "join=order" in refused.json()["items"][0]["reason"]
     body = _import(client, tmp_path, sheet.encode(), ratings_join="order")
     assert body.status_code == 201, body.text
-    run_id = body.json()["run"]["id"]
-    by_text = {q["external_id"]: q["question"] for q in client.get("/datasets/1/questions").json()}
+    run_id, dataset_id = body.json()["run"]["id"], body.json()["dataset"]["id"]
+    questions = client.get(f"/datasets/{dataset_id}/questions").json()
+    by_text = {q["external_id"]: q["question"] for q in questions}
     got = {by_text[x["question_id"]]: x["score"] for x in client.get(f"/runs/{run_id}/ratings").json()}
     assert got == {it.question: 1 + n % 5 for n, it in enumerate(studydata.items())}
 
