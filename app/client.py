@@ -226,11 +226,12 @@ def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
-    paths = {
-        "file": _readable(args.file),
-        "corpus": _readable(args.corpus),
-        "passages": _readable(args.passages),
-    }
+    paths = [
+        *(("file", _readable(f)) for f in args.file),
+        ("corpus", _readable(args.corpus)),
+        ("passages", _readable(args.passages)),
+        *(("ratings", _readable(f)) for f in args.ratings or []),
+    ]
     data = {
         "dataset": args.dataset,
         "language": args.language,
@@ -238,20 +239,22 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         "format": args.format,
         "columns": args.columns,
         "fuzzy_threshold": args.fuzzy_threshold,
+        "ratings_columns": args.ratings_columns,
+        "ratings_join": args.ratings_join,
     }
     with contextlib.ExitStack() as stack:
-        files = {
-            field: (path.name, stack.enter_context(path.open("rb")), "application/octet-stream")
-            for field, path in paths.items()
+        files = [
+            (field, (path.name, stack.enter_context(path.open("rb")), "application/octet-stream"))
+            for field, path in paths
             if path is not None
-        }
+        ]
         r = _check(
             c.post("/studies/import", files=files, data={k: str(v) for k, v in data.items() if v is not None})
         )
     ds, run, q = r["dataset"], r["run"], r["questions"]
     print(f"dataset {ds['name']!r}: id {ds['id']} ({'created' if ds['created'] else 'added to'})")
-    if run is not None:
-        print(f"run {run['name']!r}: id {run['id']}, {r['outputs']} outputs")
+    for run in r["runs"]:
+        print(f"run {run['name']!r}: id {run['id']}, {run['outputs']} outputs")
     print(
         f"{r['format']} file, {r['file']['rows']} rows; questions: {q['created']} created, {q['updated']} "
         f"updated, {q['unchanged']} unchanged, {q['with_gold_passages']} with gold passages"
@@ -266,6 +269,9 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
             print(f"{what}: {found}" + (f" (lowest fuzzy score {low:.1f})" if low is not None else ""))
     if r["scores"]["metrics"]:
         print(f"scores: {r['scores']['created']} for {', '.join(r['scores']['metrics'])}")
+    if r["ratings"] is not None:
+        per_run = ", ".join(f"{n} for {name!r}" for name, n in r["ratings"]["by_run"].items())
+        print(f"ratings: {r['ratings']['created']} created ({per_run})")
     for note in r["notes"]:
         print(f"note: {note}")
 
@@ -434,7 +440,12 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         "a run and its outputs (passages and chunks given as text are located in the corpus)",
     )
     p.add_argument("dataset", help="dataset name (created, or added to when it exists)")
-    p.add_argument("file", type=Path, help="the study file (JSON, JSONL or CSV)")
+    p.add_argument(
+        "file",
+        type=Path,
+        nargs="+",
+        help="the study file (JSON, JSONL or CSV); several files are several runs of the same questions",
+    )
     p.add_argument("--corpus", type=Path, help="documents JSON/JSONL, or a .zip/.tar.gz of text files")
     p.add_argument("--passages", type=Path, help="gold passages beside the file: {question_id, text} rows")
     p.add_argument("--run", help="name of the new run (default: the file name)")
@@ -452,6 +463,23 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         "--fuzzy-threshold",
         type=float,
         help="minimum fuzzy match score of a located text, 0-100 (default 90)",
+    )
+    p.add_argument(
+        "--ratings",
+        type=Path,
+        action="append",
+        help="human ratings of the runs' outputs (repeatable): question_id or question, rater, score, "
+        "and run when there are several runs; raters are registered as needed",
+    )
+    p.add_argument(
+        "--ratings-columns",
+        help='ratings files: JSON object field -> column, e.g. \'{"question_id": "ID", "score": "Note"}\'',
+    )
+    p.add_argument(
+        "--ratings-join",
+        choices=["auto", "order"],
+        help="auto (default): by question_id, else by question text; order: rows naming neither match "
+        "the run's questions by position",
     )
     p = add("index", cmd_index, "build a dataset's retrieval index (chunks, BM25, dense) as a job")
     p.add_argument("dataset", type=int, help="dataset id")

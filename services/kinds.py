@@ -39,6 +39,8 @@ _QUESTION_ID = ("question_id", "qid", "query_id", "question_ref")
 ACCEPTED: dict[str, dict[str, tuple[str, ...]]] = {
     "RatingIn": {
         "question_id": _QUESTION_ID,
+        "question": ("question", "question_text", "query", "user_input", "input"),
+        "run": ("run", "run_name"),
         "rater": ("rater", "rater_name", "annotator", "annotateur", "evaluator", "evaluateur", "évaluateur"),
         "score": ("score", "rating", "grade", "note"),
         "rubric": ("rubric", "scale", "grille"),

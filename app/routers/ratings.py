@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from app.auth import require
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
@@ -12,7 +13,9 @@ from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity, Role
 from services.datasets.schemas import ImportReport
+from services.errors import ItemError, MalformedInput
 from services.ratings import service
+from services.ratings.join import Join
 from services.ratings.schemas import RaterRead, RatingRead, RubricCreate, RubricRead
 
 router = APIRouter(tags=["ratings"], route_class=CommittingRoute)
@@ -68,18 +71,50 @@ async def import_ratings(
     request: Request,
     settings: SettingsDep,
     identity: Annotated[Identity, Depends(require(RATERS))],
+    join: Annotated[
+        Join,
+        Query(
+            description="auto: by question_id, else by the question's text; order: rows without either "
+            "match the run's questions by position (the n-th row of a rater, the n-th output)"
+        ),
+    ] = "auto",
+    columns: Annotated[
+        str | None,
+        Query(description='a JSON object field -> the file\'s column, e.g. {"question_id": "ID"}'),
+    ] = None,
 ) -> ImportReport:
-    """Ratings `{question_id, rater, score, rubric?, comment?}` as JSON, JSONL or CSV.
+    """Ratings `{question_id | question, rater, score, rubric?, comment?, run?}` as JSON, JSONL or CSV.
 
-    A rater rating an output again replaces their previous score. Admins and editors import anyone's
-    ratings; a rater posts only their own (`rater` = their account name), on runs they have a task on.
+    A row is joined to the run's questions by `question_id`, else by `question` (the text: exact, then
+    normalised; a text that matches two questions is refused naming both), else, with `join=order`, by
+    position. A `run` column must name this run. A rater rating an output again replaces their previous
+    score. Admins and editors import anyone's ratings; a rater posts only their own (`rater` = their
+    account name), on runs they have a task on.
     """
+    mapping = _columns(columns)
     upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
     author = identity.name if identity.role == Role.rater else None
     return await run_in_session(
         request,
-        lambda s: service.import_ratings(s, run_id, upload.rows(), author=author, author_id=identity.user_id),
+        lambda s: service.import_ratings(
+            s, run_id, upload.rows(), author=author, author_id=identity.user_id, join=join, columns=mapping
+        ),
     )
+
+
+def _columns(value: str | None) -> dict[str, str]:
+    if not value:
+        return {}
+    try:
+        mapping = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise MalformedInput("columns is not JSON", [ItemError(None, "columns", exc.msg)]) from exc
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise MalformedInput(
+            "columns must be a JSON object of field -> column name",
+            [ItemError(None, "columns", "not an object of texts")],
+        )
+    return {str(k): v for k, v in mapping.items()}
 
 
 @router.get("/runs/{run_id}/ratings", response_model=list[RatingRead], responses=responses(404))

@@ -28,6 +28,13 @@ ATTEMPTS = 3
 UPLOAD: dict[str, Any] = {"requestBody": {"content": {"multipart/form-data": {}}}}
 
 
+def _json_object(value: str | None, field: str) -> Any:
+    try:
+        return json.loads(value) if value else {}
+    except json.JSONDecodeError as exc:
+        raise MalformedInput(f"{field} is not JSON", [ItemError(None, field, exc.msg)]) from exc
+
+
 def _names(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
@@ -52,10 +59,12 @@ async def import_study(
     request: Request,
     settings: SettingsDep,
     file: Annotated[
-        UploadFile,
+        list[UploadFile],
         File(
             description="the study: Ragas rows (JSON, JSONL or Ragas' CSV), RAGChecker input/results JSON, "
-            "DeepEval test cases / goldens (JSON, JSONL, CSV), or a plain CSV/JSONL with one row per question"
+            "DeepEval test cases / goldens (JSON, JSONL, CSV), or a plain CSV/JSONL with one row per "
+            "question. Several files (the field repeated) are several runs of the same questions, each "
+            "named after its file"
         ),
     ],
     corpus: Annotated[
@@ -67,6 +76,14 @@ async def import_study(
         File(
             description="gold passages beside the file: {question_id, text} or {question_id, document_id, "
             "start, end}, one per row"
+        ),
+    ] = None,
+    ratings: Annotated[
+        list[UploadFile] | None,
+        File(
+            description="human ratings of the runs' outputs (JSON, JSONL, CSV): {question_id | question, "
+            "rater, score, rubric?, comment?, run?}; `run` names the run (its file's name) when there are "
+            "several; raters are registered as needed"
         ),
     ] = None,
     dataset: Annotated[
@@ -87,6 +104,17 @@ async def import_study(
     higher_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
     lower_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
     scores: Annotated[str, Form(description="auto: import the file's metric columns; skip: do not")] = "auto",
+    ratings_columns: Annotated[
+        str | None,
+        Form(description='ratings files: a JSON object field -> column, e.g. {"question_id": "ID"}'),
+    ] = None,
+    ratings_join: Annotated[
+        str,
+        Form(
+            description="auto: a rating finds its question by question_id, else by its text; order: rows "
+            "naming neither match the run's questions by position"
+        ),
+    ] = "auto",
 ) -> StudyImportRead:
     """Create (or add to) a dataset, its questions with reference answers and gold passages, a run with its
     outputs and the file's metric columns, in one atomic import.
@@ -98,10 +126,8 @@ async def import_study(
     documents are used, or documents are derived from the contexts (said in `notes`).
     """
     limit = settings.max_upload_bytes
-    try:
-        mapping = json.loads(columns) if columns else {}
-    except json.JSONDecodeError as exc:
-        raise MalformedInput("columns is not JSON", [ItemError(None, "columns", exc.msg)]) from exc
+    mapping = _json_object(columns, "columns")
+    rating_mapping = _json_object(ratings_columns, "ratings_columns")
     try:
         options = StudyOptions(
             dataset=dataset,
@@ -115,17 +141,20 @@ async def import_study(
             higher_is_better=_names(higher_is_better),
             lower_is_better=_names(lower_is_better),
             scores=scores,
+            ratings_columns=rating_mapping,
+            ratings_join=ratings_join,
         )
     except ValidationError as exc:
         raise InvalidItems(
             "the import options are not valid",
             [ItemError(None, loc_to_field(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)],
         ) from exc
-    raw = await _read(file, "file", limit)
-    assert raw is not None
+    studies = [(await _read(f, "file", limit) or b"", f.filename) for f in file]
     files = service.StudyFiles(
-        study=raw,
-        study_name=file.filename,
+        study=studies[0][0],
+        study_name=studies[0][1],
+        more=studies[1:],
+        ratings=[(await _read(f, "ratings", limit) or b"", f.filename) for f in ratings or []],
         corpus=await _read(corpus, "corpus", limit),
         corpus_name=corpus.filename if corpus else None,
         passages=await _read(passages, "passages", limit),

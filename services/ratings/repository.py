@@ -34,6 +34,18 @@ class RatingRepository(Repository):
         )
         return [tuple(row) for row in self.session.execute(stmt)]  # type: ignore[misc]
 
+    def questions_of_run(self, dataset_id: int, run_id: int) -> list[tuple[str, str, int | None]]:
+        """(external id, text, the run's output id or None) of every question of the dataset, those with an
+        output first in the order the outputs were imported."""
+        on = (Output.question_id == Question.id) & (Output.run_id == run_id)
+        stmt = (
+            select(Question.external_id, Question.question, Output.id)
+            .join(Output, on, isouter=True)
+            .where(Question.dataset_id == dataset_id)
+            .order_by(Output.id.is_(None), Output.id, Question.id)
+        )
+        return [(e, q, o) for e, q, o in self.session.execute(stmt)]
+
     def rubric_names_of_run(self, run_id: int) -> set[str]:
         stmt = (
             select(Rubric.name)

@@ -69,13 +69,25 @@ class RubricRead(BaseModel):
 class RatingIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    question_id: str = Field(min_length=1, description="external id of the question")
+    question_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="external id of the question; without it (or when no question has it), the question "
+        "is found by its text",
+    )
+    question: str | None = Field(
+        default=None,
+        description="the question's text: joined exactly, then normalised (Unicode NFKC, case, whitespace)",
+    )
+    run: str | None = Field(
+        default=None, description="name of the run whose output the row rates (default: the run posted to)"
+    )
     rater: str = Field(min_length=1, description="name of a registered rater")
     score: Integer
     rubric: str | None = Field(default=None, description="rubric name; the default rubric when omitted")
     comment: str | None = None
 
-    @field_validator("rubric", "comment", mode="before")
+    @field_validator("question_id", "question", "run", "rubric", "comment", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         # CSV cells are empty strings, not missing values.

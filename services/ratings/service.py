@@ -7,6 +7,7 @@ A rater rating an output again replaces their score (created_at kept, updated_at
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -15,7 +16,8 @@ from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.errors import Conflict, Forbidden, ItemError
 from services.ingest import Row, notes_of
-from services.models import Rater, Rubric
+from services.models import Rater, Rubric, Run
+from services.ratings.join import Join, Target, map_columns, resolve
 from services.ratings.repository import RatingRepository
 from services.ratings.schemas import (
     DEFAULT_RUBRIC_LEVELS,
@@ -131,17 +133,46 @@ def _check_author(session: Session, run_id: int, author: str, author_id: int | N
         raise Forbidden(f"{author!r} has no rating task on run {run_id}")
 
 
+def _join(
+    repo: RatingRepository, run: Run, good: list[tuple[Row, RatingIn]], join: Join
+) -> tuple[list[tuple[Row, RatingIn]], list[ItemError]]:
+    """The rows keyed by the question's id, found by id, text or position (services.ratings.join)."""
+    rows = [Row(r.index, r.line, item.model_dump()) for r, item in good]
+    stored = repo.questions_of_run(run.dataset_id, run.id)
+    joined, errors = resolve(
+        rows,
+        {run.name: [Target(e, q) for e, q, _ in stored]},
+        join,
+        order={run.name: [Target(e, q) for e, q, o in stored if o is not None]},
+        unknown_run=f"this is run {run.id} ({run.name!r}): post that run's rows to it, or import them with "
+        "the study (POST /studies/import)",
+    )
+    items = {r.index: item for r, item in good}
+    return [
+        (r, items[r.index].model_copy(update={"question_id": ext, "run": None})) for r, _, ext in joined
+    ], errors
+
+
 def import_ratings(
-    session: Session, run_id: int, rows: list[Row], author: str | None = None, author_id: int | None = None
+    session: Session,
+    run_id: int,
+    rows: list[Row],
+    author: str | None = None,
+    author_id: int | None = None,
+    join: Join = "auto",
+    columns: Mapping[str, str] | None = None,
 ) -> ImportReport:
     """Upsert ratings of a run's outputs.
 
+    Rows are joined to the run's questions by id, else by text, else (``join="order"``) by position (see
+    services.ratings.join); ``columns`` maps fields to the file's own column names.
     A row without a rubric is on the run's rubric (the batch's, for a run not rated yet; else the default).
     Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
     one output by one rater in the batch, or a rubric other than the one the run is already rated with.
     With ``author`` (a rater writing for themselves), Forbidden when a row names another rater or the author
     has no rating task on the run.
     """
+    rows = map_columns(rows, columns or {})
     run = lock_run(session, run_id)
     if author is not None:
         _check_author(session, run_id, author, author_id)
@@ -161,14 +192,21 @@ def import_ratings(
     implied = implied_rubric(run_rubrics, [item.rubric for _, item in good], rubrics, default.name)
     # Only what this batch names is read: the cost of a small batch does not grow with the run.
     targets = RunRepository(session).output_ids_by_question(
-        run.dataset_id, run_id, {item.question_id for _, item in good}
+        run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
     )
+    if join == "order" or any(i.question_id not in targets or i.run is not None for _, i in good):
+        good, join_errors = _join(repo, run, good, join)
+        errors += join_errors
+        targets = RunRepository(session).output_ids_by_question(
+            run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
+        )
     errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
     resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
     for row, item in good:
         rubric_name = item.rubric or implied
         rubric = rubrics.get(rubric_name)
         rater = raters.get(item.rater)
+        assert item.question_id is not None
         target = targets.get(item.question_id)
         bad = len(errors)
         if rater is None:

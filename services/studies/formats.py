@@ -59,7 +59,13 @@ KEYS: dict[str, dict[str, tuple[str, ...]]] = {
         "retrieved_contexts": ("retrieved_context",),
     },
     "deepeval": {
-        "question_id": ("question_id", "id"),
+        "question_id": (
+            "question_id",
+            "id",
+            "additional_metadata.question_id",
+            "additional_metadata.id",
+            "additional_metadata.qid",
+        ),
         "question": ("input",),
         "reference_answer": ("expected_output", "expectedoutput"),
         "answer": ("actual_output", "actualoutput"),
@@ -132,6 +138,7 @@ class StudyRow:
     answerable: bool | None
     scores: dict[str, Any]
     source: dict[str, str] = field(default_factory=dict)  # field -> the column it was read from
+    file: int = 0  # which of the import's study files
 
 
 @dataclass
@@ -306,6 +313,28 @@ def _contexts(values: list[Any], ids: list[Any], field_name: str) -> list[Contex
     return out
 
 
+def _nested(data: dict[str, Any]) -> dict[str, Any]:
+    """Fields inside objects as dotted paths (``additional_metadata.question_id``), so that a format or a
+    column mapping can read them; an object written as JSON text in a CSV cell counts as an object."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any, depth: int) -> None:
+        if isinstance(value, str) and value.lstrip().startswith("{") and depth == 0:
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                return
+        if isinstance(value, dict) and depth < 4:
+            for k, v in value.items():
+                path = f"{prefix}.{normalise_header(str(k))}"
+                out[path] = v
+                walk(path, v, depth + 1)
+
+    for key, value in data.items():
+        walk(key, value, 0)
+    return out
+
+
 def parse_study(
     raw: bytes, name: str | None, fmt: StudyFormat, given: dict[str, str], separator: str | None
 ) -> ParsedStudy:
@@ -318,6 +347,12 @@ def parse_study(
     if not rows:
         raise InvalidItems("the file has no rows", [ItemError(None, "file", "no rows")])
     chosen = detect_format(rows) if fmt == "auto" else fmt
+    nested: set[str] = set()
+    for r in rows:
+        if isinstance(r.data, dict):
+            inner = _nested(r.data)
+            nested |= set(inner)
+            r.data.update({k: v for k, v in inner.items() if k not in r.data})
     if chosen == "deepeval" and table.kind in ("csv", "jsonl") and separator is None:
         separator = "|"  # what EvaluationDataset.save_as writes for lists in CSV and JSONL
     columns: list[str] = []
@@ -356,7 +391,7 @@ def parse_study(
                 gold=_contexts(lists["gold_passages"], lists["gold_ids"], mapping.get("gold_passages", "")),
                 types=[str(t) for t in lists["types"] if str(t).strip()],
                 answerable=_bool(values.get("answerable")),
-                scores={k: v for k, v in d.items() if k not in used},
+                scores={k: v for k, v in d.items() if k not in used and k not in nested},
                 source=mapping,
             )
         except ValueError as exc:

@@ -53,6 +53,16 @@ class StudyOptions(BaseModel):
     scores: Literal["auto", "skip"] = Field(
         default="auto", description="import the file's metric columns (auto) or not (skip)"
     )
+    ratings_columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="ratings files: field -> the file's column, fields among "
+        "question_id, question, rater, score, rubric, comment, run",
+    )
+    ratings_join: Literal["auto", "order"] = Field(
+        default="auto",
+        description="auto: a rating finds its question by question_id, else by its text (exact, then "
+        "normalised); order: rows naming neither match the run's questions by position",
+    )
 
     @field_validator("columns")
     @classmethod
@@ -129,9 +139,31 @@ class ScoresInfo(BaseModel):
     )
 
 
+class RunImportRead(BaseModel):
+    """One run of the import: one per study file that has answers."""
+
+    id: int
+    name: str
+    format: Literal["ragas", "ragchecker", "deepeval", "mapped"]
+    file: FileInfo
+    outputs: int
+    chunks: Located
+    scores: ScoresInfo
+
+
+class RatingsInfo(BaseModel):
+    files: int
+    received: int
+    created: int
+    raters: list[str] = Field(description="the raters the files name")
+    raters_created: list[str] = Field(description="raters registered by this import")
+    by_run: dict[str, int] = Field(description="run name -> ratings imported for it")
+
+
 class StudyImportRead(BaseModel):
     dataset: DatasetRef
-    run: RunRef | None
+    run: RunRef | None = Field(description="the run of the first study file (every run: runs)")
+    runs: list[RunImportRead]
     format: Literal["ragas", "ragchecker", "deepeval", "mapped"]
     file: FileInfo
     corpus: CorpusInfo
@@ -140,5 +172,6 @@ class StudyImportRead(BaseModel):
     outputs: int
     chunks: Located
     scores: ScoresInfo
+    ratings: RatingsInfo | None
     fuzzy_threshold: float
     notes: list[str]

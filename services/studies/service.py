@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from services.corpus import Corpus, Match
 from services.csvread import to_float
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
+from services.ingest import Batch, Row
 from services.models import (
     Dataset,
     Document,
@@ -36,10 +37,16 @@ from services.models import (
     Output,
     Passage,
     Question,
+    Rater,
     RetrievedChunk,
     Run,
     utcnow,
 )
+from services.ratings.join import Target, map_columns
+from services.ratings.join import resolve as join_ratings
+from services.ratings.repository import RatingRepository
+from services.ratings.schemas import DEFAULT_RUBRIC_NAME, RatingIn
+from services.ratings.service import ensure_default_rubric
 from services.scores.external import (
     ExternalMetric,
     detect_library,
@@ -49,7 +56,7 @@ from services.scores.external import (
     score_row,
 )
 from services.studies.files import CorpusDoc, read_corpus, read_passages
-from services.studies.formats import Context, ParsedStudy, StudyRow, parse_study
+from services.studies.formats import Context, ParsedStudy, StudyRow, parse_study, read_table
 from services.studies.repository import StoredDocument, StoredPassage, StoredQuestion, StudyRepository
 from services.studies.schemas import (
     CorpusInfo,
@@ -58,12 +65,14 @@ from services.studies.schemas import (
     FileInfo,
     Located,
     QuestionCounts,
+    RatingsInfo,
+    RunImportRead,
     RunRef,
     ScoresInfo,
     StudyImportRead,
     StudyOptions,
 )
-from services.validation import invalid_rows
+from services.validation import invalid_rows, validate_rows
 
 DERIVED = "contexts"
 
@@ -80,6 +89,10 @@ class StudyFiles:
     corpus_name: str | None = None
     passages: bytes | None = None
     passages_name: str | None = None
+    # Further study files: one run each, over the same questions.
+    more: list[tuple[bytes, str | None]] = field(default_factory=list)
+    # Ratings of the runs' outputs (services.ratings.join says how rows find their output).
+    ratings: list[tuple[bytes, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -91,11 +104,16 @@ class Snapshot:
     documents: list[StoredDocument]
     questions: list[StoredQuestion]
     passages: list[StoredPassage]
+    raters: set[str] = field(default_factory=set)
+    rubrics: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (min, max)
 
 
 def snapshot(session: Session, options: StudyOptions) -> Snapshot:
     """What the import needs to know of the dataset (nothing when it does not exist yet)."""
     repo = StudyRepository(session)
+    ratings = RatingRepository(session)
+    raters = set(ratings.raters())
+    rubrics = {name: (r.min_score, r.max_score) for name, r in ratings.rubrics().items()}
     if options.dataset_id is not None:
         ds = repo.dataset(options.dataset_id)
         if ds is None:
@@ -104,7 +122,7 @@ def snapshot(session: Session, options: StudyOptions) -> Snapshot:
         assert options.dataset is not None
         ds = repo.dataset_by_name(options.dataset)
         if ds is None:
-            return Snapshot(None, options.dataset, options.language, None, [], [], [])
+            return Snapshot(None, options.dataset, options.language, None, [], [], [], raters, rubrics)
     if options.run is not None:
         _check_run_name(repo, ds.id, options.run)
     return Snapshot(
@@ -115,6 +133,8 @@ def snapshot(session: Session, options: StudyOptions) -> Snapshot:
         repo.documents(ds.id),
         repo.questions(ds.id),
         repo.passages(ds.id),
+        raters,
+        rubrics,
     )
 
 
@@ -169,20 +189,47 @@ class OutputPlan:
 
 
 @dataclass
-class Plan:
-    snapshot: Snapshot
-    options: StudyOptions
+class RunPlan:
+    name: str
     format: str
     file: FileInfo
-    run_name: str | None
-    corpus_source: str
-    corpus_name: str | None
-    documents: list[DocPlan]
-    questions: list[QuestionPlan]
     outputs: list[OutputPlan]
     metrics: list[ExternalMetric]
     library: str
     not_imported: list[str]
+
+
+@dataclass
+class RatingPlan:
+    run: int  # index into Plan.runs
+    output: int  # index into the run's outputs
+    rater: str
+    rubric: str
+    score: int
+    comment: str | None
+
+
+@dataclass
+class RatingsPlan:
+    files: int
+    received: int
+    ratings: list[RatingPlan]
+    raters: list[str]  # every rater the files name
+    notes: list[str]
+
+
+@dataclass
+class Plan:
+    snapshot: Snapshot
+    options: StudyOptions
+    runs: list[RunPlan]
+    files: list[FileInfo]
+    formats: list[str]
+    corpus_source: str
+    corpus_name: str | None
+    documents: list[DocPlan]
+    questions: list[QuestionPlan]
+    ratings: RatingsPlan | None
     document_counts: Counts
     notes: list[str] = field(default_factory=list)
 
@@ -338,63 +385,60 @@ def _count(spans: Sequence[SpanPlan]) -> Located:
 
 
 def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: int) -> Plan:
-    """Parse, locate and validate everything; raises InvalidItems listing every bad row, or WrongKind."""
-    parsed: ParsedStudy = parse_study(
-        files.study, files.study_name, options.format, options.columns, options.list_separator
-    )
-    errors = list(parsed.errors)
-    rows = parsed.rows
-    notes = list(parsed.table.notes)
+    """Parse, locate and validate everything; raises InvalidItems listing every bad row, or WrongKind.
+
+    Several study files are several runs of one set of questions: a question is one question whichever
+    files hold it (by its id, else by its text), its reference answer and gold passages taken from the
+    first file that gives them."""
+    sources = [(files.study, files.study_name), *files.more]
+    parsed_files = [
+        parse_study(raw, name, options.format, options.columns, options.list_separator)
+        for raw, name in sources
+    ]
+    parsed: ParsedStudy = parsed_files[0]
+    errors: list[ItemError] = []
+    rows: list[StudyRow] = []
+    origin: dict[int, tuple[int, int]] = {}  # index in ``rows`` -> (file, index in the file)
+    notes: list[str] = []
+    for f, ps in enumerate(parsed_files):
+        errors += [_global(e, f, origin, sources) for e in ps.errors]
+        notes += ps.table.notes
+        for r in ps.rows:
+            origin[len(origin)] = (f, r.index)
+            r.file, r.index = f, len(origin) - 1
+            rows.append(r)
     fmt = parsed.format
 
-    # Gold passages given beside the file.
-    extra_gold: dict[int, list[Context]] = {}
-    if files.passages is not None:
-        gold_rows, gold_errors, gold_notes = read_passages(files.passages, files.passages_name)
-        notes += gold_notes
-        by_id = {r.question_id: r for r in rows if r.question_id}
-        by_text: dict[str, list[StudyRow]] = {}
-        for r in rows:
-            by_text.setdefault(r.question.strip(), []).append(r)
-        for e in gold_errors:
-            errors.append(ItemError(None, f"passages[{e.index}].{e.field}", e.reason, e.line))
-        for g in gold_rows:
-            target = by_id.get(g.question_id) if g.question_id else None
-            if target is None and g.question is not None:
-                hits = by_text.get(g.question.strip(), [])
-                target = hits[0] if len(hits) == 1 else None
-            if target is None:
-                errors.append(
-                    ItemError(
-                        None,
-                        f"passages[{g.index}]",
-                        f"no question {g.question_id or g.question!r} in the study file",
-                        g.line,
-                    )
-                )
-                continue
-            extra_gold.setdefault(target.index, []).append(g.passage)
-
-    # Question identities: given, else the stored question with exactly this text, else from the text.
+    # Question identities: given, else the id another file gives this text, else the stored question with
+    # exactly this text, else made from the text.
     stored_by_ext = {q.external_id: q for q in snap.questions}
     stored_by_text: dict[str, list[StoredQuestion]] = {}
     for q in snap.questions:
         stored_by_text.setdefault(q.question, []).append(q)
+    given_by_text: dict[str, set[str]] = {}
+    for r in rows:
+        if r.question_id:
+            given_by_text.setdefault(r.question.strip(), set()).add(r.question_id)
     ids: dict[int, str] = {}
-    first: dict[str, StudyRow] = {}
+    first: dict[tuple[int, str], StudyRow] = {}
+    reps: dict[str, StudyRow] = {}  # the first row of each question, completed from the later ones
     for r in rows:
         ext = r.question_id
         if ext is None:
+            named = given_by_text.get(r.question.strip(), set())
             alike = stored_by_text.get(r.question, [])
-            ext = alike[0].external_id if len(alike) == 1 else _question_key(r.question)
+            if len(named) == 1:
+                ext = next(iter(named))
+            else:
+                ext = alike[0].external_id if len(alike) == 1 else _question_key(r.question)
         if len(ext) > 300:
             errors.append(
                 ItemError(r.index, _field(r, "question_id", "question_id"), "longer than 300", r.line)
             )
             continue
-        if ext in first:
-            prev = first[ext]
-            where = f"line {prev.line}" if prev.line is not None else f"index {prev.index}"
+        if (r.file, ext) in first:
+            prev = first[(r.file, ext)]
+            where = f"line {prev.line}" if prev.line is not None else f"index {origin[prev.index][1]}"
             what = "question id" if r.question_id else "question"
             errors.append(
                 ItemError(
@@ -405,9 +449,42 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
                 )
             )
             continue
-        first[ext] = r
+        first[(r.file, ext)] = r
         ids[r.index] = ext
+        rep = reps.setdefault(ext, r)
+        if rep is not r:
+            rep.reference_answer = rep.reference_answer or r.reference_answer
+            rep.gold = rep.gold or r.gold
+            rep.types = rep.types or r.types
+            rep.answerable = rep.answerable if rep.answerable is not None else r.answerable
     rows = [r for r in rows if r.index in ids]
+
+    # Gold passages given beside the files.
+    extra_gold: dict[str, list[Context]] = {}
+    if files.passages is not None:
+        gold_rows, gold_errors, gold_notes = read_passages(files.passages, files.passages_name)
+        notes += gold_notes
+        by_text: dict[str, set[str]] = {}
+        for r in rows:
+            by_text.setdefault(r.question.strip(), set()).add(ids[r.index])
+        for e in gold_errors:
+            errors.append(ItemError(None, f"passages[{e.index}].{e.field}", e.reason, e.line))
+        for g in gold_rows:
+            target = g.question_id if g.question_id in reps else None
+            if target is None and g.question is not None:
+                hits = by_text.get(g.question.strip(), set())
+                target = next(iter(hits)) if len(hits) == 1 else None
+            if target is None:
+                errors.append(
+                    ItemError(
+                        None,
+                        f"passages[{g.index}]",
+                        f"no question {g.question_id or g.question!r} in the study file",
+                        g.line,
+                    )
+                )
+                continue
+            extra_gold.setdefault(target, []).append(g.passage)
 
     # Documents: the dataset's, plus the corpus; or derived from the contexts.
     corpus_file = (
@@ -423,7 +500,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     texts = [
         c.text
         for r in rows
-        for c in (*r.gold, *extra_gold.get(r.index, ()), *r.retrieved)
+        for c in (*r.gold, *extra_gold.get(ids[r.index], ()), *r.retrieved)
         if c.text is not None and c.start is None
     ]
     where_derived: dict[str, SpanPlan] = {}
@@ -457,11 +534,11 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     for sp in snap.passages:
         stored_passages.setdefault(sp.question_id, []).append((sp.document_id, sp.start, sp.end))
     questions: list[QuestionPlan] = []
-    q_index: dict[int, int] = {}
-    q_counts = QuestionCounts(received=len(rows))
-    for r in rows:
+    q_index: dict[str, int] = {}
+    q_counts = QuestionCounts(received=len(reps))
+    for r in reps.values():
         ext = ids[r.index]
-        gold = [*r.gold, *extra_gold.get(r.index, [])]
+        gold = [*r.gold, *extra_gold.get(ext, [])]
         gold_field = _field(r, "gold_passages", "gold_passages") if r.gold else "passages"
         spans: list[SpanPlan] = []
         bad = False
@@ -529,7 +606,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
                 types,
             )
             plan_q.action = "keep" if same and same_passages else "update"
-        q_index[r.index] = len(questions)
+        q_index[ext] = len(questions)
         questions.append(plan_q)
     q_counts.created = sum(q.action == "create" for q in questions)
     q_counts.updated = sum(q.action == "update" for q in questions)
@@ -537,11 +614,211 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     q_counts.with_reference_answer = sum(q.reference_answer is not None for q in questions)
     q_counts.with_gold_passages = sum(bool(q.passages) for q in questions)
 
-    # Outputs and their chunks.
-    outputs: list[OutputPlan] = []
-    for r in rows:
-        if r.answer is None or r.index not in q_index:
+    # One run per file: its outputs, their chunks and the file's metric columns.
+    runs: list[RunPlan] = []
+    taken_names: dict[str, int] = {}
+    for f, ps in enumerate(parsed_files):
+        file_rows = [r for r in rows if r.file == f]
+        run = _run_plan(f, ps, sources[f][1], file_rows, ids, q_index, place, locator, options, errors, notes)
+        if run is None:
             continue
+        if run.name in taken_names:
+            errors.append(
+                ItemError(
+                    None,
+                    "run",
+                    f"files {taken_names[run.name] + 1} and {f + 1} would both be run {run.name!r}: give the "
+                    "files distinct names",
+                )
+            )
+        taken_names[run.name] = f
+        runs.append(run)
+
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise invalid_rows(
+            f"{fmt} study",
+            [r for ps in parsed_files for r in ps.table.rows],
+            [_local(e, origin, sources) for e in errors],
+        )
+    if not questions:
+        raise InvalidItems("the file has no question", [ItemError(None, "file", "no rows")])
+    ratings = _plan_ratings(snap, files, options, runs, questions)
+
+    if fmt == "ragchecker" and not any(q.passages for q in questions):
+        notes.append(
+            "RAGChecker files carry no gold passages: the report's analysis 1 works, analyses 2 and 3 need "
+            "gold passages. Supply them beside the file (passages: one row per passage, {question_id, text} "
+            "or {question_id, document_id, start, end}) in a new import, or as offsets with "
+            "POST /datasets/{id}/questions."
+        )
+    unlocated = sum(c.how == "unlocated" for run in runs for o in run.outputs for c in o.chunks)
+    if unlocated:
+        notes.append(
+            f"{unlocated} retrieved chunk(s) were not found in the corpus (kept, marked unlocated): their "
+            "outputs have no word-level recall"
+        )
+    return Plan(
+        snapshot=snap,
+        options=options,
+        runs=runs,
+        files=[_file_info(ps, name) for ps, (_, name) in zip(parsed_files, sources, strict=True)],
+        formats=[ps.format for ps in parsed_files],
+        corpus_source=source,
+        corpus_name=files.corpus_name,
+        documents=docs,
+        questions=questions,
+        ratings=ratings,
+        document_counts=Counts(
+            received=len(corpus_file.documents) if corpus_file else d_created,
+            created=d_created,
+            updated=d_updated,
+            unchanged=d_unchanged if corpus_file else len(snap.documents),
+        ),
+        notes=notes,
+    )
+
+
+def _plan_ratings(
+    snap: Snapshot,
+    files: StudyFiles,
+    options: StudyOptions,
+    runs: list[RunPlan],
+    questions: list[QuestionPlan],
+) -> RatingsPlan | None:
+    """Ratings files joined to the runs of the import (by run name, then by question id, text or position);
+    InvalidItems naming the file's field for every row that cannot be placed."""
+    if not files.ratings:
+        return None
+    if not runs:
+        raise InvalidItems(
+            "ratings need a run: the study files have no answers",
+            [ItemError(None, "ratings", "no run in the import")],
+        )
+    targets = {
+        run.name: [
+            Target(questions[o.question].external_id, questions[o.question].question) for o in run.outputs
+        ]
+        for run in runs
+    }
+    run_index = {run.name: i for i, run in enumerate(runs)}
+    output_index = {
+        (run.name, questions[o.question].external_id): j for run in runs for j, o in enumerate(run.outputs)
+    }
+    errors: list[ItemError] = []
+    all_rows: list[Row] = []
+    out: list[RatingPlan] = []
+    notes: list[str] = []
+    received = 0
+    seen: dict[tuple[str, str, str], tuple[str, int | None]] = {}
+    for n, (raw, name) in enumerate(files.ratings):
+        prefix = "ratings." if len(files.ratings) == 1 else f"ratings[{n}] ({name or 'file'})."
+        table = read_table(raw, name, "ratings")
+        notes += table.notes
+        batch = Batch(table.rows, table.notes, table.columns)
+        received += len(batch)
+        all_rows += batch
+        good, bad = validate_rows(map_columns(batch, options.ratings_columns, "ratings_columns"), RatingIn)
+        errors += [ItemError(e.index, prefix + e.field, e.reason, e.line) for e in bad]
+        items = {r.index: item for r, item in good}
+        joined, join_errors = join_ratings(
+            [Row(r.index, r.line, item.model_dump()) for r, item in good],
+            targets,
+            options.ratings_join,
+            field_prefix=prefix,
+        )
+        errors += join_errors
+        for r, run_name, ext in joined:
+            item = items[r.index]
+            rubric = item.rubric or DEFAULT_RUBRIC_NAME
+            scale = snap.rubrics.get(rubric, (1, 5) if rubric == DEFAULT_RUBRIC_NAME else None)
+            if scale is None:
+                errors.append(ItemError(r.index, prefix + "rubric", f"unknown rubric {rubric!r}", r.line))
+                continue
+            if not scale[0] <= item.score <= scale[1]:
+                reason = f"{item.score} is outside the scale {scale[0]}..{scale[1]} of {rubric!r}"
+                errors.append(ItemError(r.index, prefix + "score", reason, r.line))
+                continue
+            key = (run_name, ext, item.rater)
+            if key in seen:
+                where = f"{seen[key][0]} line {seen[key][1]}"
+                reason = (
+                    f"a second rating by {item.rater!r} of question {ext!r} in run {run_name!r} ({where})"
+                )
+                errors.append(ItemError(r.index, prefix + "question_id", reason, r.line))
+                continue
+            seen[key] = (name or "ratings", r.line)
+            out.append(
+                RatingPlan(
+                    run_index[run_name],
+                    output_index[(run_name, ext)],
+                    item.rater,
+                    rubric,
+                    item.score,
+                    item.comment,
+                )
+            )
+    for i, run in enumerate(runs):
+        used = sorted({p.rubric for p in out if p.run == i})
+        if len(used) > 1:
+            errors.append(
+                ItemError(
+                    None, "ratings", f"run {run.name!r} is rated on {used}: one run is rated on one rubric"
+                )
+            )
+    if errors:
+        errors.sort(key=lambda e: (e.field.split(".")[0], e.index if e.index is not None else -1))
+        raise invalid_rows("ratings", all_rows, errors)
+    raters = sorted({p.rater for p in out})
+    new = [r for r in raters if r not in snap.raters]
+    if new:
+        notes.append(f"{len(new)} rater(s) registered from the ratings: {', '.join(new)}")
+    return RatingsPlan(len(files.ratings), received, out, raters, notes)
+
+
+def _file_info(ps: ParsedStudy, name: str | None) -> FileInfo:
+    t = ps.table
+    return FileInfo(name=name, kind=t.kind, encoding=t.encoding, delimiter=t.delimiter, rows=len(t.rows))
+
+
+def _global(e: ItemError, f: int, origin: dict[int, tuple[int, int]], sources: list[Any]) -> ItemError:
+    """A parse error of file ``f`` (local index) as an error of the import (global index)."""
+    if e.index is None or f == 0:
+        return e if f == 0 else ItemError(None, _prefix(f, sources) + e.field, e.reason, e.line)
+    return ItemError(None, _prefix(f, sources) + e.field, f"row {e.index}: {e.reason}", e.line)
+
+
+def _prefix(f: int, sources: list[Any]) -> str:
+    # The first file's fields stay bare, as when it is the only one.
+    return "" if f == 0 else f"{sources[f][1] or f'file {f + 1}'}: "
+
+
+def _local(e: ItemError, origin: dict[int, tuple[int, int]], sources: list[Any]) -> ItemError:
+    if e.index is None or e.index not in origin:
+        return e
+    f, local = origin[e.index]
+    return ItemError(local, _prefix(f, sources) + e.field, e.reason, e.line)
+
+
+def _run_plan(
+    f: int,
+    ps: ParsedStudy,
+    name: str | None,
+    rows: list[StudyRow],
+    ids: dict[int, str],
+    q_index: dict[str, int],
+    place: Any,
+    locator: _Locator,
+    options: StudyOptions,
+    errors: list[ItemError],
+    notes: list[str],
+) -> RunPlan | None:
+    """The run of one study file (None when the file has no answer)."""
+    fmt = ps.format
+    answered = [r for r in rows if r.answer is not None and ids[r.index] in q_index]
+    outputs: list[OutputPlan] = []
+    for r in answered:
+        assert r.answer is not None
         chunks: list[SpanPlan] = []
         for i, ctx in enumerate(r.retrieved):
             placed = place(ctx)
@@ -554,92 +831,51 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             else:
                 placed.text = ctx.text if ctx.text is not None else placed.text
                 chunks.append(placed)
-        outputs.append(OutputPlan(q_index[r.index], r.answer, chunks, {}))
+        outputs.append(OutputPlan(q_index[ids[r.index]], r.answer, chunks, {}))
+    if not outputs:
+        return None
     without_answer = len(rows) - len(outputs)
-    if without_answer and outputs:
-        notes.append(f"{without_answer} question(s) have no answer in the file: imported without an output")
+    if without_answer:
+        notes.append(
+            f"{without_answer} question(s) have no answer in {name or 'the file'}: imported without an output"
+        )
 
     # Metric columns of the file.
     library = fmt if fmt != "mapped" else (detect_library({k for r in rows for k in r.scores}) or "custom")
-    metrics: list[ExternalMetric] = []
     not_imported: list[str] = []
-    if outputs:
-        score_rows = [r.scores for r in rows if r.answer is not None and r.index in q_index]
-        numeric, _ = metric_columns(score_rows)
-        resolved = [resolve(library, c) for c in numeric]
-        asked = {n.strip().lower() for n in (*options.higher_is_better, *options.lower_is_better)}
-        candidates = [m for m in resolved if fmt != "mapped" or m.column.lower() in asked]
-        if options.scores == "skip":
-            not_imported += [f"{m.column} (scores=skip)" for m in resolved]
-            candidates = []
-        metrics, unknown = directions(candidates, options.higher_is_better, options.lower_is_better)
+    numeric, _ = metric_columns([r.scores for r in answered])
+    resolved = [resolve(library, c) for c in numeric]
+    asked = {n.strip().lower() for n in (*options.higher_is_better, *options.lower_is_better)}
+    candidates = [m for m in resolved if fmt != "mapped" or m.column.lower() in asked]
+    if options.scores == "skip":
+        not_imported += [f"{m.column} (scores=skip)" for m in resolved]
+        candidates = []
+    metrics, unknown = directions(candidates, options.higher_is_better, options.lower_is_better)
+    not_imported += [
+        f"{e.field} (direction unknown: pass higher_is_better or lower_is_better)" for e in unknown
+    ]
+    if fmt == "mapped":
         not_imported += [
-            f"{e.field} (direction unknown: pass higher_is_better or lower_is_better)" for e in unknown
+            f"{m.column} (a numeric column of a plain file is a score only when its direction is given)"
+            for m in resolved
+            if m.column.lower() not in asked
         ]
-        if fmt == "mapped":
-            not_imported += [
-                f"{m.column} (a numeric column of a plain file is a score only when its direction is given)"
-                for m in resolved
-                if m.column.lower() not in asked
-            ]
-        by_row = {r.index: r for r in rows}
-        out_rows = [r.index for r in rows if r.answer is not None and r.index in q_index]
-        for o, ri in zip(outputs, out_rows, strict=True):
-            for m in metrics:
-                try:
-                    o.scores[m.name] = to_float(by_row[ri].scores.get(m.column))
-                except (TypeError, ValueError) as exc:
-                    errors.append(ItemError(ri, m.column, f"not a number: {exc}", by_row[ri].line))
-
-    if errors:
-        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise invalid_rows(f"{fmt} study", parsed.table.rows, errors)
-    if not questions:
-        raise InvalidItems("the file has no question", [ItemError(None, "file", "no rows")])
-
-    if fmt == "ragchecker" and not any(q.passages for q in questions):
-        notes.append(
-            "RAGChecker files carry no gold passages: the report's analysis 1 works, analyses 2 and 3 need "
-            "gold passages. Supply them beside the file (passages: one row per passage, {question_id, text} "
-            "or {question_id, document_id, start, end}) in a new import, or as offsets with "
-            "POST /datasets/{id}/questions."
-        )
-    unlocated = sum(c.how == "unlocated" for o in outputs for c in o.chunks)
-    if unlocated:
-        notes.append(
-            f"{unlocated} retrieved chunk(s) were not found in the corpus (kept, marked unlocated): their "
-            "outputs have no word-level recall"
-        )
-    run_name = (
-        options.run or (PurePath(files.study_name).stem if files.study_name else None) or f"{fmt}-import"
-    )
-    return Plan(
-        snapshot=snap,
-        options=options,
+    for o, r in zip(outputs, answered, strict=True):
+        for m in metrics:
+            try:
+                o.scores[m.name] = to_float(r.scores.get(m.column))
+            except (TypeError, ValueError) as exc:
+                errors.append(ItemError(r.index, m.column, f"not a number: {exc}", r.line))
+    stem = PurePath(name).stem if name else None
+    run_name = (options.run if f == 0 else None) or stem or f"{fmt}-import" + (f"-{f + 1}" if f else "")
+    return RunPlan(
+        name=run_name[:200],
         format=fmt,
-        file=FileInfo(
-            name=files.study_name,
-            kind=parsed.table.kind,
-            encoding=parsed.table.encoding,
-            delimiter=parsed.table.delimiter,
-            rows=len(parsed.table.rows),
-        ),
-        run_name=run_name[:200] if outputs else None,
-        corpus_source=source,
-        corpus_name=files.corpus_name,
-        documents=docs,
-        questions=questions,
+        file=_file_info(ps, name),
         outputs=outputs,
         metrics=metrics,
         library=library,
         not_imported=not_imported,
-        document_counts=Counts(
-            received=len(corpus_file.documents) if corpus_file else d_created,
-            created=d_created,
-            updated=d_updated,
-            unchanged=d_unchanged if corpus_file else len(snap.documents),
-        ),
-        notes=notes,
     )
 
 
@@ -670,8 +906,6 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             with_ids=True,
         )
         created_ds = True
-    if p.run_name is not None:
-        _check_run_name(repo, dataset_id, p.run_name)
 
     # Documents.
     new_docs = [d for d in p.documents if d.action == "create"]
@@ -753,33 +987,33 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             )
     repo.insert_rows(Passage, passage_rows)
 
-    # The run, its outputs, chunks and scores.
-    run_ref = None
-    score_count = 0
-    if p.run_name is not None:
-        k = max((len(o.chunks) for o in p.outputs), default=0)
-        notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))]
+    # The runs, their outputs, chunks and scores.
+    run_reads: list[RunImportRead] = []
+    output_ids: list[list[int]] = []
+    notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))]
+    for run in p.runs:
+        _check_run_name(repo, dataset_id, run.name)
+        k = max((len(o.chunks) for o in run.outputs), default=0)
         [run_id] = repo.insert_rows(
             Run,
             [
                 {
                     "dataset_id": dataset_id,
-                    "name": p.run_name,
+                    "name": run.name,
                     "system": {
                         "retriever": "external",
                         "generator": "external",
                         "k": k or None,
-                        "format": p.format,
+                        "format": run.format,
                     },
                     "meta": {
-                        "import": {"format": p.format, "file": p.file.name, "rows": p.file.rows},
+                        "import": {"format": run.format, "file": run.file.name, "rows": run.file.rows},
                         "notes": notes,
                     },
                 }
             ],
             with_ids=True,
         )
-        run_ref = RunRef(id=run_id, name=p.run_name)
         out_ids = repo.insert_rows(
             Output,
             [
@@ -787,17 +1021,18 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                     "run_id": run_id,
                     "question_id": p.questions[o.question].stored_id,
                     "answer": o.answer,
-                    "generator": {"kind": "external", "format": p.format},
+                    "generator": {"kind": "external", "format": run.format},
                     "latency_ms": None,
                     "error": None,
                 }
-                for o in p.outputs
+                for o in run.outputs
             ],
             with_ids=True,
         )
+        output_ids.append(out_ids)
         chunk_rows = []
         score_rows = []
-        for o, oid in zip(p.outputs, out_ids, strict=True):
+        for o, oid in zip(run.outputs, out_ids, strict=True):
             for rank, c in enumerate(o.chunks, start=1):
                 chunk_rows.append(
                     {
@@ -812,20 +1047,36 @@ def write(session: Session, p: Plan) -> StudyImportRead:
                         "match_score": c.score,
                     }
                 )
-            for m in p.metrics:
-                score_rows.append(score_row(m, p.library, oid, o.scores.get(m.name)))
+            for m in run.metrics:
+                score_rows.append(score_row(m, run.library, oid, o.scores.get(m.name)))
         repo.insert_rows(RetrievedChunk, chunk_rows)
         repo.insert_rows(MetricScore, score_rows)
-        score_count = len(score_rows)
+        run_reads.append(
+            RunImportRead(
+                id=run_id,
+                name=run.name,
+                format=run.format,
+                file=run.file,
+                outputs=len(run.outputs),
+                chunks=_count([c for o in run.outputs for c in o.chunks]),
+                scores=ScoresInfo(
+                    metrics=[m.name for m in run.metrics],
+                    created=len(score_rows),
+                    not_imported=run.not_imported,
+                ),
+            )
+        )
+    ratings_read = _write_ratings(session, p, run_reads, output_ids)
     repo.flush()
 
-    chunks = [c for o in p.outputs for c in o.chunks]
     passages = [s for q in p.questions if q.passages for s in q.passages]
+    first = run_reads[0] if run_reads else None
     return StudyImportRead(
         dataset=DatasetRef(id=dataset_id, name=snap.dataset_name, created=created_ds),
-        run=run_ref,
-        format=p.format,
-        file=p.file,
+        run=RunRef(id=first.id, name=first.name) if first else None,
+        runs=run_reads,
+        format=p.formats[0],
+        file=p.files[0],
         corpus=CorpusInfo(source=p.corpus_source, name=p.corpus_name, documents=p.document_counts),
         questions=QuestionCounts(
             received=len(p.questions),
@@ -836,13 +1087,56 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             with_gold_passages=sum(bool(q.passages) for q in p.questions),
         ),
         passages=_count(passages),
-        outputs=len(p.outputs),
-        chunks=_count(chunks),
-        scores=ScoresInfo(
-            metrics=[m.name for m in p.metrics], created=score_count, not_imported=p.not_imported
-        ),
+        outputs=first.outputs if first else 0,
+        chunks=first.chunks if first else _count([]),
+        scores=first.scores if first else ScoresInfo(),
+        ratings=ratings_read,
         fuzzy_threshold=p.options.fuzzy_threshold,
-        notes=p.notes,
+        notes=p.notes + (p.ratings.notes if p.ratings else []),
+    )
+
+
+def _write_ratings(
+    session: Session, p: Plan, runs: list[RunImportRead], output_ids: list[list[int]]
+) -> RatingsInfo | None:
+    """The planned ratings, their raters registered and the default rubric made when missing."""
+    if p.ratings is None:
+        return None
+    repo = RatingRepository(session)
+    ensure_default_rubric(session)
+    raters = repo.raters()
+    missing = [name for name in p.ratings.raters if name not in raters]
+    for name in missing:
+        repo.add(Rater(name=name))
+    repo.flush()
+    raters = repo.raters()
+    rubrics = repo.rubrics()
+    unknown = sorted({r.rubric for r in p.ratings.ratings} - set(rubrics))
+    if unknown:
+        raise StaleSnapshot(
+            f"rubric {unknown[0]!r} was deleted while this import was prepared; nothing was written",
+            [ItemError(None, "ratings", "rubric removed concurrently")],
+        )
+    repo.insert_many(
+        [
+            {
+                "output_id": output_ids[r.run][r.output],
+                "rater_id": raters[r.rater].id,
+                "rubric_id": rubrics[r.rubric].id,
+                "score": r.score,
+                "comment": r.comment,
+            }
+            for r in p.ratings.ratings
+        ]
+    )
+    per_run = Counter(r.run for r in p.ratings.ratings)
+    return RatingsInfo(
+        files=p.ratings.files,
+        received=p.ratings.received,
+        created=len(p.ratings.ratings),
+        raters=p.ratings.raters,
+        raters_created=missing,
+        by_run={runs[i].name: n for i, n in sorted(per_run.items())},
     )
 
 
