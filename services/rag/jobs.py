@@ -99,21 +99,20 @@ class GenerateHandler:
         lock_run(session, run_id)
         repo = RunRepository(session)
         output = repo.output_for(run_id, question.id)
-        new_chunks = [(c.document_id, c.start, c.end) for c in found.chunks]
+        ids = _doc_ids(session, question.dataset_id, {c.document_id for c in found.chunks})
         if output is None:
             output = Output(run_id=run_id, question_id=question.id)
             repo.add(output)
         else:
-            known = _doc_ids(session, question.dataset_id, {c[0] for c in new_chunks})
-            docs = {d: e for e, d in known.items()}
-            old_chunks = [(docs.get(c.document_id or -1), c.start, c.end) for c in output.chunks]
-            if (output.answer, old_chunks) != (answer, new_chunks):
-                # Generated again with a different answer: the old answer's ratings and scores are stale.
+            # What raters and metrics see, as for imported outputs: the answer and the chunks' spans and
+            # texts in rank order (a retriever score that moved is not a new answer).
+            old = [(c.document_id, c.start, c.end, c.text) for c in output.chunks]
+            ranked = sorted(found.chunks, key=lambda c: c.rank)
+            new = [(ids[c.document_id], c.start, c.end, c.text) for c in ranked]
+            if (output.answer, old) != (answer, new):
                 repo.retire_dependants([output.id])
         output.answer, output.error, output.generator = answer, error, info
         output.latency_ms = (time.perf_counter() - t0) * 1000
-        doc_ids = {c.document_id for c in found.chunks}
-        ids = _doc_ids(session, question.dataset_id, doc_ids)
         repo.replace_chunks(
             output,
             [

@@ -2,6 +2,14 @@
 
 Output imports follow the dataset rules: the whole batch is validated before anything is written
 (InvalidItems lists every bad row) and re-importing the same outputs changes nothing.
+
+An output's version (and with it its ratings and scores) moves on only when its *content* changes: what a
+rater or a metric sees, i.e. the answer and the retrieved chunks (document, offsets, text) in rank order.
+Everything else is metadata (chunk retriever scores and how each chunk was located, latency, generator):
+a value the import gives replaces the stored one without touching the version; a value it leaves out
+(absent or null, as the Ragas and RAGChecker shapes always do) keeps the stored one while the content is
+unchanged. When the content changes, the output takes only what the import gives: stored metadata described
+the answer and retrieval that were replaced.
 """
 
 from __future__ import annotations
@@ -94,7 +102,9 @@ class _Parsed:
     question: Question | None
     answer: str
     chunks: list[ChunkIn]
-    generator: dict[str, Any]
+    # None when the row does not say; ``default_generator`` then describes a new output.
+    generator: dict[str, Any] | None
+    default_generator: dict[str, Any]
     latency_ms: float | None
     errors: list[ItemError] = field(default_factory=list)
 
@@ -156,20 +166,23 @@ def _normalise(
                 None,
                 item.answer,
                 item.retrieved,
-                item.generator or {"kind": "external"},
+                item.generator or None,
+                {"kind": "external"},
                 item.latency_ms,
             )
         elif isinstance(item, RagasOutput):
             q = questions.match(row, item.question_id, item.user_input, "question_id", "user_input")
             chunks = [ChunkIn(text=t) for t in item.retrieved_contexts if t.strip()]
-            p = _Parsed(row, None, item.response, chunks, {"kind": "external", "format": "ragas"}, None)
+            p = _Parsed(row, None, item.response, chunks, None, {"kind": "external", "format": "ragas"}, None)
         else:
             assert isinstance(item, RagCheckerOutput)
             q = questions.match(row, item.query_id, None, "query_id", "query")
             chunks = [
                 ChunkIn(document_id=c.doc_id, text=c.text) for c in item.retrieved_context if c.text.strip()
             ]
-            p = _Parsed(row, None, item.response, chunks, {"kind": "external", "format": "ragchecker"}, None)
+            p = _Parsed(
+                row, None, item.response, chunks, None, {"kind": "external", "format": "ragchecker"}, None
+            )
         if isinstance(q, ItemError):
             errors.append(q)
         else:
@@ -250,24 +263,65 @@ class _Locator:
         return {"document": known, "start": None, "end": None, "text": text, "location": "unlocated"}, None
 
 
-def _output_state(
-    answer: str | None, generator: dict[str, Any], latency: float | None, chunks: list[Any]
-) -> Any:
-    return (answer, generator, latency, chunks)
+def _content(answer: str | None, chunks: list[dict[str, Any]]) -> Any:
+    """What raters and metrics see of an output: the answer and the chunks' spans and texts, in rank order."""
+    return answer, [(c["document_id"], c["start"], c["end"], c["text"]) for c in chunks]
 
 
-def _content(state: Any) -> Any:
-    """What raters and metrics see of an output: the answer and the chunks (not latency or generator)."""
-    answer, _generator, _latency, chunks = state
-    return answer, chunks
+_CHUNK_FIELDS = ("document_id", "start", "end", "text", "score", "location", "match_score")
 
 
-def _stored_state(o: Output) -> Any:
-    chunks = [
-        (c.document_id, c.start, c.end, c.text, c.score, c.location)
-        for c in sorted(o.chunks, key=lambda c: c.rank)
+def _stored(o: Output) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    values = {
+        "answer": o.answer,
+        "generator": o.generator or {},
+        "latency_ms": o.latency_ms,
+        "error": o.error,
+    }
+    chunks = [{f: getattr(c, f) for f in _CHUNK_FIELDS} for c in sorted(o.chunks, key=lambda c: c.rank)]
+    return values, chunks
+
+
+def _merge(
+    p: _Parsed, chunks: list[dict[str, Any]], out: Output | None
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """The output and chunk rows to store, and what the import does: "create", "unchanged", "metadata" (the
+    version stays) or "content" (the version moves on)."""
+    values: dict[str, Any] = {
+        "answer": p.answer,
+        "generator": p.generator or p.default_generator,
+        "latency_ms": p.latency_ms,
+        "error": None,
+    }
+    rows = [
+        {
+            "document_id": c["document"].id if c["document"] is not None else None,
+            "start": c["start"],
+            "end": c["end"],
+            "text": c["text"],
+            "score": c["score"],
+            "location": c["location"],
+            "match_score": None,
+        }
+        for c in chunks
     ]
-    return _output_state(o.answer, o.generator or {}, o.latency_ms, chunks)
+    if out is None:
+        return values, rows, "create"
+    old_values, old_rows = _stored(out)
+    if _content(p.answer, rows) != _content(out.answer, old_rows):
+        return values, rows, "content"
+    # Same content: what the row leaves out is kept, so a shape without scores or a generator erases nothing.
+    if p.generator is None:
+        values["generator"] = old_values["generator"]
+    if p.latency_ms is None:
+        values["latency_ms"] = old_values["latency_ms"]
+    for row, old in zip(rows, old_rows, strict=True):
+        if row["score"] is None:
+            row["score"] = old["score"]
+        if row["location"] == old["location"]:
+            row["match_score"] = old["match_score"]
+    same = (values, rows) == (old_values, old_rows)
+    return values, rows, "unchanged" if same else "metadata"
 
 
 def import_outputs(
@@ -324,47 +378,20 @@ def import_outputs(
     updated_chunks: dict[int, list[dict[str, Any]]] = {}
     for p, chunks in resolved:
         assert p.question is not None
-        new_state = _output_state(
-            p.answer,
-            p.generator,
-            p.latency_ms,
-            [
-                (
-                    c["document"].id if c["document"] else None,
-                    c["start"],
-                    c["end"],
-                    c["text"],
-                    c["score"],
-                    c["location"],
-                )
-                for c in chunks
-            ],
-        )
         out = existing.get(p.question.id)
-        if out is not None and _stored_state(out) == new_state:
+        values, chunk_rows, action = _merge(p, chunks, out)
+        if action == "unchanged":
             unchanged += 1
             continue
-        values = {"answer": p.answer, "generator": p.generator, "latency_ms": p.latency_ms, "error": None}
-        chunk_rows = [
-            {
-                "rank": rank,
-                "document_id": c["document"].id if c["document"] is not None else None,
-                "start": c["start"],
-                "end": c["end"],
-                "text": c["text"],
-                "score": c["score"],
-                "location": c["location"],
-            }
-            for rank, c in enumerate(chunks, start=1)
-        ]
+        ranked = [{"rank": rank, **c} for rank, c in enumerate(chunk_rows, start=1)]
         if out is None:
             new_outputs.append({"run_id": run_id, "question_id": p.question.id, **values})
-            new_chunks[p.question.id] = chunk_rows
+            new_chunks[p.question.id] = ranked
         else:
-            if _content(_stored_state(out)) != _content(new_state):
+            if action == "content":
                 changed.append(out.id)
             updated_outputs.append({"id": out.id, **values})
-            updated_chunks[out.id] = chunk_rows
+            updated_chunks[out.id] = ranked
     # Set-based writes: one statement per kind of row, whatever the batch size.
     created_ids = repo.insert_outputs(new_outputs)
     repo.update_outputs(updated_outputs)

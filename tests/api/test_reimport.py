@@ -135,3 +135,184 @@ def test_a_score_for_an_answer_replaced_while_scoring_is_not_stored(
     # q4's score was stored (undefined: q4 has no reference answer); q1 has no score at all.
     assert table["q4"]["classic.rouge_l.error"]
     assert table["q1"]["classic.rouge_l"] is None and table["q1"]["classic.rouge_l.error"] is None
+
+
+def _outputs(client: TestClient, run: int) -> dict[str, Any]:
+    return {o["question_id"]: o for o in client.get(f"/runs/{run}/outputs").json()}
+
+
+def _versions(engine: Engine) -> list[int]:
+    with engine.connect() as conn:
+        return sorted(conn.execute(select(Output.version)).scalars())
+
+
+def _nothing_retired(client: TestClient, engine: Engine, run: int) -> None:
+    assert len(client.get(f"/runs/{run}/ratings").json()) == 4
+    assert _count(engine, RatingHistory) == _count(engine, MetricScoreHistory) == 0
+    assert _versions(engine) == [1, 1]
+    table = {row["question_id"]: row for row in client.get(f"/runs/{run}/scores").json()["rows"]}
+    assert (table["q1"]["external.judge"], table["q4"]["external.judge"]) == (0.9, 0.1)
+
+
+def test_reimport_without_chunk_scores_keeps_version_and_stored_scores(
+    client: TestClient, engine: Engine
+) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    del rows[0]["retrieved"][0]["score"]
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["unchanged"], r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (2, 0, 0, 0)
+    rows[0]["retrieved"][0]["score"] = None  # null says no more than absent
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["unchanged"], r["invalidated_ratings"], r["invalidated_scores"]) == (2, 0, 0)
+    _nothing_retired(client, engine, run)
+    assert [c["score"] for c in _outputs(client, run)["q1"]["retrieved"]] == [3.5, None]
+
+
+def test_reimport_with_new_chunk_scores_updates_them_and_keeps_version(
+    client: TestClient, engine: Engine
+) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    rows[0]["retrieved"][0]["score"] = 0.42
+    rows[0]["retrieved"][1]["score"] = 0.17
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["unchanged"], r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (1, 1, 0, 0)
+    _nothing_retired(client, engine, run)
+    assert [c["score"] for c in _outputs(client, run)["q1"]["retrieved"]] == [0.42, 0.17]
+    # Leaving the scores out afterwards keeps the new ones.
+    for c in rows[0]["retrieved"]:
+        c.pop("score")
+    assert client.post(f"/runs/{run}/outputs", json=rows).json()["unchanged"] == 2
+    assert [c["score"] for c in _outputs(client, run)["q1"]["retrieved"]] == [0.42, 0.17]
+
+
+def test_reimport_without_latency_or_generator_keeps_them(client: TestClient, engine: Engine) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    rows[0]["latency_ms"] = 120.0
+    rows[0]["generator"] = {"kind": "llm", "model": "m1"}
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (1, 0, 0)
+    r = client.post(f"/runs/{run}/outputs", json=native_outputs()).json()
+    assert (r["unchanged"], r["updated"], r["invalidated_ratings"]) == (2, 0, 0)
+    q1 = _outputs(client, run)["q1"]
+    assert (q1["latency_ms"], q1["generator"]) == (120.0, {"kind": "llm", "model": "m1"})
+    _nothing_retired(client, engine, run)
+
+
+def test_changed_answer_does_not_inherit_metadata_of_the_old_one(client: TestClient, engine: Engine) -> None:
+    run = _rated_and_scored(client)
+    rows = native_outputs()
+    rows[0]["latency_ms"] = 120.0
+    rows[0]["generator"] = {"kind": "llm", "model": "m1"}
+    assert client.post(f"/runs/{run}/outputs", json=rows).json()["invalidated_ratings"] == 0
+    rows = native_outputs()
+    rows[0]["answer"] = "Une autre réponse."
+    rows[0]["retrieved"] = list(reversed(rows[0]["retrieved"]))
+    del rows[0]["retrieved"][1]["score"]
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (1, 2, 1)
+    q1 = _outputs(client, run)["q1"]
+    # The latency, generator and chunk scores described the answer and retrieval that were replaced.
+    assert (q1["latency_ms"], q1["generator"]) == (None, {"kind": "external"})
+    assert [c["score"] for c in q1["retrieved"]] == [None, None]
+    assert _versions(engine) == [1, 2]
+
+
+def _as_ragas(client: TestClient, run: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "question_id": qid,
+            "user_input": "ignored when question_id is given",
+            "response": o["answer"],
+            "retrieved_contexts": [c["text"] for c in o["retrieved"]],
+        }
+        for qid, o in _outputs(client, run).items()
+    ]
+
+
+def _as_ragchecker(client: TestClient, run: int) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "query_id": qid,
+                "response": o["answer"],
+                "retrieved_context": [
+                    {"doc_id": c["document_id"], "text": c["text"]} for c in o["retrieved"]
+                ],
+            }
+            for qid, o in _outputs(client, run).items()
+        ]
+    }
+
+
+def test_ragas_and_ragchecker_reimports_of_the_same_content_keep_ratings(
+    client: TestClient, engine: Engine
+) -> None:
+    run = _rated_and_scored(client)
+    before = _outputs(client, run)
+    for body in (_as_ragas(client, run), _as_ragchecker(client, run)):
+        r = client.post(f"/runs/{run}/outputs", json=body).json()
+        assert (r["created"], r["invalidated_ratings"], r["invalidated_scores"]) == (0, 0, 0), r
+        _nothing_retired(client, engine, run)
+        after = _outputs(client, run)
+        # Neither shape carries chunk scores or a generator: the stored ones stay.
+        assert [c["score"] for c in after["q1"]["retrieved"]] == [3.5, None]
+        assert after["q1"]["generator"] == before["q1"]["generator"]
+        spans = [
+            [(c["document_id"], c["start"], c["end"], c["text"]) for c in o["retrieved"]]
+            for o in (before["q1"], after["q1"])
+        ]
+        assert spans[0] == spans[1]
+
+
+def test_ragas_reimport_with_other_contexts_retires(client: TestClient, engine: Engine) -> None:
+    run = _rated_and_scored(client)
+    rows = _as_ragas(client, run)
+    q1 = next(r for r in rows if r["question_id"] == "q1")
+    q1["retrieved_contexts"] = q1["retrieved_contexts"][::-1]  # the order is what the metrics rank by
+    r = client.post(f"/runs/{run}/outputs", json=rows).json()
+    assert (r["updated"], r["invalidated_ratings"], r["invalidated_scores"]) == (1, 2, 1)
+    assert _versions(engine) == [1, 2]
+
+
+def test_a_regenerated_output_is_retired_only_when_what_is_seen_changed(
+    client: TestClient, engine: Engine
+) -> None:
+    from types import SimpleNamespace
+
+    from services.models import Question
+    from services.rag.jobs import GenerateHandler
+
+    run = _rated_and_scored(client)
+    q1 = _outputs(client, run)["q1"]
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+
+    def regenerate(texts: list[str], scores: list[float]) -> None:
+        chunks = [
+            SimpleNamespace(
+                rank=c["rank"], document_id=c["document_id"], start=c["start"], end=c["end"], text=t, score=s
+            )
+            for c, t, s in zip(q1["retrieved"], texts, scores, strict=True)
+        ]
+        with factory() as session:
+            question = session.scalars(select(Question).where(Question.external_id == "q1")).one()
+            GenerateHandler()._store(
+                session,
+                run,
+                question,
+                SimpleNamespace(chunks=chunks),
+                q1["answer"],
+                None,
+                {"kind": "llm"},
+                0.0,
+            )
+            session.commit()
+
+    texts = [c["text"] for c in q1["retrieved"]]
+    regenerate(texts, [0.8, 0.7])  # the retriever scored the same chunks otherwise
+    _nothing_retired(client, engine, run)
+    assert [c["score"] for c in _outputs(client, run)["q1"]["retrieved"]] == [0.8, 0.7]
+    regenerate([texts[0], texts[1].upper()], [0.8, 0.7])  # same offsets, another text shown to raters
+    assert _versions(engine) == [1, 2] and _count(engine, RatingHistory) == 2
