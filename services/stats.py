@@ -161,7 +161,8 @@ class JackknifeCI:
     standard error of atanh r; of a difference of coefficients on its own scale, d -+ t_{G-1} se. One unit
     (an item, or a whole cluster) left out at a time, G the number of units. ``p_value`` is the two-sided
     t-test of 0 with the same se and df; ``low``/``high`` None when undefined (``undefined_reason`` says
-    why)."""
+    why). ``estimate`` is the centre (r, or d) on the same items as the interval, None when the statistic
+    itself is undefined there: a metric with missing values changes the items a difference is taken on."""
 
     low: float | None
     high: float | None
@@ -172,6 +173,7 @@ class JackknifeCI:
     n_clusters: int | None = None
     p_value: float | None = None
     undefined_reason: str | None = None
+    estimate: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1427,11 +1429,13 @@ def jackknife_ci_many(
             res = _jackknife_t(estimate, jack[j], confidence)
             if isinstance(res, str):
                 out[name] = JackknifeCI(
-                    None, None, None, units.q - 1, confidence, units.n, n_clusters, None, res
+                    None, None, None, units.q - 1, confidence, units.n, n_clusters, None, res, estimate
                 )
             else:
                 low, high, se, p = res
-                out[name] = JackknifeCI(low, high, se, units.q - 1, confidence, units.n, n_clusters, p)
+                out[name] = JackknifeCI(
+                    low, high, se, units.q - 1, confidence, units.n, n_clusters, p, None, estimate
+                )
     return {name: out[name] for name in metrics}
 
 
@@ -1640,10 +1644,14 @@ def jackknife_differences_many(
                 if se <= 0.0:
                     why = "degenerate jackknife: every leave-one-out difference is equal"
             if why is not None:
-                out[name] = JackknifeCI(None, None, None, g - 1, confidence, units.n, n_clusters, None, why)
+                out[name] = JackknifeCI(
+                    None, None, None, g - 1, confidence, units.n, n_clusters, None, why, d
+                )
                 continue
             p = float(2 * sps.t.sf(abs(d) / se, g - 1))
-            out[name] = JackknifeCI(d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p)
+            out[name] = JackknifeCI(
+                d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p, None, d
+            )
     return {name: out[name] for name in others}
 
 
