@@ -1,7 +1,8 @@
 """Comparisons with the top metric on pooled runs, when a metric is missing on some outputs.
 
-Two runs of 120 questions (240 outputs); one metric scored on every output, one on about 85 % of them. The
-difference shown, its interval, p and Holm must all be taken on the outputs both metrics scored.
+Two runs of 120 questions (240 outputs); one metric scored on every output, one on 195 of them (missing
+more often where the raters are harsh). The difference shown, its interval, p and Holm must all be taken
+on the outputs both metrics scored.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def test_pooled_difference_is_taken_on_the_outputs_both_metrics_scored(
     assert (report["n_items"], report["n_questions"]) == (2 * QUESTIONS, QUESTIONS)
     h, full, sparse = v["human"], v["external.full"], v["external.sparse"]
     both = np.isfinite(sparse)
-    assert 0.8 < both.mean() < 0.9  # about 15 % missing, as in a real sparse judge metric
+    assert int(both.sum()) == 195  # 19 % missing, as a judge metric failing on some outputs
     rows = {m: _row(report, m) for m in ("external.full", "external.sparse")}
     assert rows["external.sparse"]["n"] == int(both.sum())
     stat = STAT[method]
