@@ -145,16 +145,16 @@ PASS_AT = 4.0
 @cache
 def truth_pass_fail(rho: float) -> dict[str, float]:
     """Population AUC, and kappa and accuracy at the population's Youden threshold."""
-    from sklearn.metrics import cohen_kappa_score, roc_auc_score, roc_curve
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
     human, (metric,) = single(np.random.default_rng(777), TRUTH_N, (rho,))
     y = (human >= PASS_AT).astype(int)
-    fpr, tpr, thr = roc_curve(y, metric, drop_intermediate=False)
-    best = 1 + int(np.argmax((tpr - fpr)[1:]))
-    pred = (metric >= thr[best]).astype(int)
+    # The reports' rule: J on exact counts, the highest threshold among equal maxima.
+    threshold, youden_j = stats._youden_cut(y, metric)
+    pred = (metric >= threshold).astype(int)
     return {
-        "threshold": float(thr[best]),
-        "youden_j": float((tpr - fpr)[best]),
+        "threshold": threshold,
+        "youden_j": youden_j,
         "auc": float(roc_auc_score(y, metric)),
         "kappa": float(cohen_kappa_score(y, pred)),
         "accuracy": float(np.mean(pred == y)),

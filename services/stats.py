@@ -161,7 +161,8 @@ class JackknifeCI:
     standard error of atanh r; of a difference of coefficients on its own scale, d -+ t_{G-1} se. One unit
     (an item, or a whole cluster) left out at a time, G the number of units. ``p_value`` is the two-sided
     t-test of 0 with the same se and df; ``low``/``high`` None when undefined (``undefined_reason`` says
-    why)."""
+    why). ``estimate`` is the centre (r, or d) on the same items as the interval, None when the statistic
+    itself is undefined there: a metric with missing values changes the items a difference is taken on."""
 
     low: float | None
     high: float | None
@@ -172,6 +173,7 @@ class JackknifeCI:
     n_clusters: int | None = None
     p_value: float | None = None
     undefined_reason: str | None = None
+    estimate: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1427,11 +1429,13 @@ def jackknife_ci_many(
             res = _jackknife_t(estimate, jack[j], confidence)
             if isinstance(res, str):
                 out[name] = JackknifeCI(
-                    None, None, None, units.q - 1, confidence, units.n, n_clusters, None, res
+                    None, None, None, units.q - 1, confidence, units.n, n_clusters, None, res, estimate
                 )
             else:
                 low, high, se, p = res
-                out[name] = JackknifeCI(low, high, se, units.q - 1, confidence, units.n, n_clusters, p)
+                out[name] = JackknifeCI(
+                    low, high, se, units.q - 1, confidence, units.n, n_clusters, p, None, estimate
+                )
     return {name: out[name] for name in metrics}
 
 
@@ -1640,10 +1644,14 @@ def jackknife_differences_many(
                 if se <= 0.0:
                     why = "degenerate jackknife: every leave-one-out difference is equal"
             if why is not None:
-                out[name] = JackknifeCI(None, None, None, g - 1, confidence, units.n, n_clusters, None, why)
+                out[name] = JackknifeCI(
+                    None, None, None, g - 1, confidence, units.n, n_clusters, None, why, d
+                )
                 continue
             p = float(2 * sps.t.sf(abs(d) / se, g - 1))
-            out[name] = JackknifeCI(d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p)
+            out[name] = JackknifeCI(
+                d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p, None, d
+            )
     return {name: out[name] for name in others}
 
 
@@ -2333,7 +2341,7 @@ class _PassFailKernel:
 
     Items are grouped by tie in the metric; per resample the weight of passes and fails in each group gives
     the ROC curve, AUC (ties count one half, as roc_auc_score), the Youden threshold (the highest among
-    equal maxima, as argmax over roc_curve's descending thresholds) and the confusion matrix there.
+    equal maxima, J compared exactly as in ``_youden_cut``) and the confusion matrix there.
     """
 
     n_stats = len(PASS_FAIL_FIGURES)
@@ -2366,20 +2374,23 @@ class _PassFailKernel:
 
     def resample_numpy(self, counts: IntArray) -> FloatArray:
         """The same figures in numpy (the reference of the compiled kernel)."""
-        pos = self._groups(counts, self.passed).astype(np.float64)
-        neg = self._groups(counts, 1 - self.passed).astype(np.float64)
+        pos_int = self._groups(counts, self.passed)
+        neg_int = self._groups(counts, 1 - self.passed)
+        pos, neg = pos_int.astype(np.float64), neg_int.astype(np.float64)
         p_tot, n_tot = pos.sum(axis=1), neg.sum(axis=1)
         neg_below = np.cumsum(neg, axis=1) - neg
         with np.errstate(invalid="ignore", divide="ignore"):
             auc = np.einsum("ij,ij->i", pos, neg_below + 0.5 * neg) / (p_tot * n_tot)
             # Predict pass at or above each distinct value: true and false positives from the top down.
-            tp = np.cumsum(pos[:, ::-1], axis=1)[:, ::-1]
-            fp = np.cumsum(neg[:, ::-1], axis=1)[:, ::-1]
-            # Thresholds are the values drawn in the resample (roc_curve's, without its "nothing passes").
-            j = np.where(pos + neg > 0, tp / p_tot[:, None] - fp / n_tot[:, None], -np.inf)
-            # Highest threshold among equal maxima: search from the top.
-            best = j.shape[1] - 1 - np.argmax(j[:, ::-1], axis=1)
-            rows = np.arange(j.shape[0])
+            tp_int = np.cumsum(pos_int[:, ::-1], axis=1)[:, ::-1]
+            fp_int = np.cumsum(neg_int[:, ::-1], axis=1)[:, ::-1]
+            tp, fp = tp_int.astype(np.float64), fp_int.astype(np.float64)
+            # Thresholds are the values drawn in the resample (roc_curve's, without its "nothing passes"),
+            # J compared on exact counts; the highest threshold among equal maxima: search from the top.
+            key = _youden_key(tp_int, fp_int, tp_int[:, :1], fp_int[:, :1])
+            key = np.where(pos_int + neg_int > 0, key, np.iinfo(np.int64).min)
+            best = key.shape[1] - 1 - np.argmax(key[:, ::-1], axis=1)
+            rows = np.arange(key.shape[0])
             tp_b, fp_b = tp[rows, best], fp[rows, best]
             fn_b, tn_b = p_tot - tp_b, n_tot - fp_b
             total = p_tot + n_tot
@@ -2388,7 +2399,8 @@ class _PassFailKernel:
             kappa = (accuracy - expected) / (1 - expected)
             precision = tp_b / (tp_b + fp_b)
             recall = tp_b / p_tot
-            out = np.column_stack([auc, self.values[best], j[rows, best], kappa, accuracy, precision, recall])
+            j = tp_b / p_tot - fp_b / n_tot
+            out = np.column_stack([auc, self.values[best], j, kappa, accuracy, precision, recall])
         undefined = (p_tot == 0) | (n_tot == 0)
         out[undefined] = np.nan
         return out
@@ -2446,15 +2458,25 @@ class _HeldOut:
     passed_questions: int  # questions with an output the metric passes: precision's domain
 
 
-def _youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
-    """(threshold, J): the highest observed value maximising TPR - FPR (roc_curve's thresholds descend from
-    +inf, "nothing passes", left out: a decision rule passes something)."""
-    from sklearn.metrics import roc_curve
+def _youden_key(tp: IntArray, fp: IntArray, p: IntArray | int, n: IntArray | int) -> IntArray:
+    """Youden's J = TP/P - FP/N times P N, an integer: J compared exactly. Equal J in floats can differ by
+    rounding (14/15 - 8/9 is 6e-17 above 4/15 - 2/9) and pick a lower threshold than "the highest among
+    equal maxima". Exact in int64 while P N < 2**63."""
+    return np.asarray(tp, dtype=np.int64) * n - np.asarray(fp, dtype=np.int64) * p
 
-    fpr, tpr, thresholds = roc_curve(y, score, drop_intermediate=False)
-    j = tpr - fpr
-    best = 1 + int(np.argmax(j[1:]))
-    return float(thresholds[best]), float(j[best])
+
+def _youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
+    """(threshold, J): the highest observed value maximising J = TPR - FPR, passing at or above it (every
+    observed value is a threshold, as roc_curve's; its "nothing passes" left out: a decision rule passes
+    something). J is compared exactly (``_youden_key``) and returned as tpr - fpr in floats."""
+    values, group = np.unique(score, return_inverse=True)
+    yy = np.asarray(y, dtype=np.int64)
+    tp = np.bincount(group, weights=yy, minlength=values.size).astype(np.int64)[::-1].cumsum()[::-1]
+    fp = np.bincount(group, weights=1 - yy, minlength=values.size).astype(np.int64)[::-1].cumsum()[::-1]
+    p, n = int(tp[0]), int(fp[0])
+    key = _youden_key(tp, fp, p, n)
+    best = values.size - 1 - int(np.argmax(key[::-1]))
+    return float(values[best]), float(tp[best] / p - fp[best] / n)
 
 
 def _decision_figures(y: IntArray, pred: IntArray) -> tuple[dict[str, float], Any]:
@@ -2803,15 +2825,14 @@ def pass_fail(
 ) -> PassFailResult:
     """Pass/fail alignment of a metric with humans: human pass = reference score >= ``human_threshold``.
 
-    Point figures come from scikit-learn (roc_auc_score; roc_curve for the observed value maximising Youden's
-    J = TPR - FPR and confusion_matrix there; cohen_kappa_score, accuracy/precision/recall and J on the
-    held-out decisions, see ``PassFailResult``). Intervals: for AUC, DeLong's on the logit scale on
-    independent outputs, else BCa drawing whole clusters (see ``bootstrap_ci_many``; resamples without a
-    pass or a fail are left out and counted while they are at most 5%, beyond which the interval is
-    undefined); jackknife-t by
-    question for the held-out figures, none for the threshold. The held-out figures are undefined when a
-    half of the questions has no pass or no fail. Undefined (reason given) with fewer than 2 passes or 2
-    fails, a constant metric, or fewer than
+    Point figures come from scikit-learn (roc_auc_score; confusion_matrix at the observed value maximising
+    Youden's J = TPR - FPR, compared on exact counts, the highest among equal maxima; cohen_kappa_score,
+    accuracy/precision/recall and J on the held-out decisions, see ``PassFailResult``). Intervals: for AUC,
+    DeLong's on the logit scale on independent outputs, else BCa drawing whole clusters (see
+    ``bootstrap_ci_many``; resamples without a pass or a fail are left out and counted while they are at
+    most 5%, beyond which the interval is undefined); jackknife-t by question for the held-out figures,
+    none for the threshold. The held-out figures are undefined when a half of the questions has no pass or
+    no fail. Undefined (reason given) with fewer than 2 passes or 2 fails, a constant metric, or fewer than
     3 clusters. Incomplete pairs are dropped. Raises ValueError on malformed input.
     """
     return pass_fail_many(

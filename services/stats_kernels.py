@@ -64,29 +64,24 @@ def in_threads(kernel: Callable[..., None], counts: NDArray[np.int64], *args: An
         future.result()
 
 
-# The best threshold so far of a ROC scan: (integer key, Youden's J, group, tp and fp there).
-_Best = tuple[int, float, int, int, int]
-_NO_BEST: _Best = (-(2**62), -np.inf, -1, 0, 0)
+# The best threshold so far of a ROC scan: (Youden's J times P N, an integer; group; tp and fp there).
+_Best = tuple[int, int, int, int]
+_NO_BEST: _Best = (-(2**62), -1, 0, 0)
 
 
 @_jit
 def _better(
-    best: _Best, tp: int, fp: int, drawn: int, g: int, p_int: int, n_int: int, inexact: bool
+    best: _Best, tp: int, fp: int, drawn: int, g: int, p_int: int, n_int: int
 ) -> _Best:  # pragma: no cover - compiled
     """The scan's best threshold after trying group ``g`` (``drawn`` items of it in the resample).
 
-    Youden's J = tp/P - fp/N is compared as the integer tp N - fp P: a group whose integer is below the best
-    one's so far is below it by at least 1/(P N), far more than the rounding of the float J (while P N <
-    2**40), so only groups at the running integer maximum need the float J, which then decides exactly as
-    the numpy kernel (strictly greater from the top: the highest threshold among equal float maxima). A group
-    not drawn in this resample is no threshold. One rarely taken branch (bitwise and).
+    Youden's J = tp/P - fp/N is compared exactly, as the integer tp N - fp P (services.stats._youden_key):
+    only a strictly greater J replaces the best, so from the top the highest threshold among equal maxima
+    stays (in floats, equal J can differ by rounding). A group not drawn in this resample is no threshold.
     """
     key = tp * n_int - fp * p_int
-    if (drawn > 0) & ((key >= best[0]) | inexact):
-        j = tp / float(p_int) - fp / float(n_int)
-        if j > best[1]:
-            return key, j, g, tp, fp
-        return key, best[1], best[2], best[3], best[4]
+    if (drawn > 0) & (key > best[0]):
+        return key, g, tp, fp
     return best
 
 
@@ -105,7 +100,6 @@ def _scan_table(table: NDArray[np.int64], p_int: int, n_int: int) -> tuple[int, 
     """One resample's ROC, top down a tie group at a time, from each group's resampled fails and passes
     (``table[2 g]``, ``table[2 g + 1]``, groups by ascending score): (twice the Mann-Whitney sum, the best
     threshold). Predicting pass at or above group g gives tp, fp; the fails below are N - fp."""
-    inexact = p_int * n_int >= 2**40
     tp = 0
     fp = 0
     auc_twice = 0
@@ -116,7 +110,7 @@ def _scan_table(table: NDArray[np.int64], p_int: int, n_int: int) -> tuple[int, 
         tp += pos
         fp += neg
         auc_twice += pos * (2 * (n_int - fp) + neg)
-        best = _better(best, tp, fp, pos + neg, g, p_int, n_int, inexact)
+        best = _better(best, tp, fp, pos + neg, g, p_int, n_int)
     return auc_twice, best
 
 
@@ -157,7 +151,7 @@ def pass_fail_rows(
             continue
         _fill_table(c, cell, table)
         auc_twice, best = _scan_table(table, p_int, n_int)
-        _, best_j, best_g, tp_int, fp_int = best
+        _, best_g, tp_int, fp_int = best
         p_tot = float(p_int)
         n_tot = float(n_int)
         tp_b = float(tp_int)
@@ -169,7 +163,7 @@ def pass_fail_rows(
         expected = ((tp_b + fp_b) * p_tot + (fn_b + tn_b) * n_tot) / (total * total)
         out[r, 0] = (0.5 * float(auc_twice)) / (p_tot * n_tot)
         out[r, 1] = values[best_g]
-        out[r, 2] = best_j
+        out[r, 2] = tp_b / p_tot - fp_b / n_tot
         out[r, 3] = (accuracy - expected) / (1 - expected)
         out[r, 4] = accuracy
         out[r, 5] = tp_b / (tp_b + fp_b)

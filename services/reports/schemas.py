@@ -33,7 +33,10 @@ class Comparison(BaseModel):
 
     best: str
     n: int
-    difference: float | None = Field(description="oriented coefficient(best) - oriented coefficient(this)")
+    difference: float | None = Field(
+        description="oriented coefficient(best) - oriented coefficient(this), both on the n outputs where "
+        "both metrics and the reference are present (where the interval is)",
+    )
     method: Literal["pearson", "spearman", "kendall"] = "pearson"
     n_questions: int | None = Field(default=None, description="distinct questions behind the n items")
     ci_low: float | None = Field(default=None, description="95% interval of the difference (see ci_method)")
@@ -148,8 +151,10 @@ class PassFailRow(BaseModel):
         "scale, or a BCa resampling questions when questions repeat"
     )
     threshold: Figure = Field(
-        description="metric value maximising Youden's J on all the data; the metric passes an output at or "
-        "above it (at or below for a lower-is-better metric); no interval (see held_out_thresholds)"
+        description="metric value maximising Youden's J on all the data (J compared on exact counts; among "
+        "equal maxima the strictest: the highest value, the lowest for a lower-is-better metric); the metric "
+        "passes an output at or above it (at or below for a lower-is-better metric); no interval (see "
+        "held_out_thresholds)"
     )
     youden_j: Figure = Field(
         description="TPR - FPR of the held-out decisions (see kappa), jackknife interval"

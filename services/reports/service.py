@@ -415,8 +415,9 @@ def _compare(
                 c.jackknife_low, c.jackknife_high, c.jackknife_p = jci.low, jci.high, jci.p_value
         else:
             jci = jack[row.metric]
-            ra, rb = _oriented(best, method), _oriented(row, method)
-            c.difference = None if ra is None or rb is None else ra - rb
+            # On the items both metrics scored, as its interval: with a sparse metric, the difference of
+            # the two rows' coefficients would mix two item sets.
+            c.difference = jci.estimate
             c.ci_low, c.ci_high, c.p_value = jci.low, jci.high, jci.p_value
             defined = jci.low is not None
             c.ci_method, c.p_method = ("jackknife-t", "cluster jackknife") if defined else (None, None)

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from scipy import stats as sps
 
 from tests.integration.test_reports import R1, R2, A, B, study
-from tests.unit.test_stats_passfail import _delong_logit_reference, _held_out_sklearn
+from tests.unit.test_stats_passfail import _delong_logit_reference, _exact_youden, _held_out_sklearn
 from tests.unit.test_stats_resampling import _jackknife_difference_reference
 
 H = (np.array(R1, dtype=float) + np.array(R2, dtype=float)) / 2
@@ -214,7 +214,7 @@ def test_ci_auto_states_its_rule(client: TestClient) -> None:
 
 
 def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
-    from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score, roc_curve
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix, roc_auc_score
 
     _, run = study(client)
     report = client.get(f"/runs/{run}/report").json()
@@ -227,11 +227,10 @@ def test_pass_fail_analysis_equals_scikit_learn(client: TestClient) -> None:
     for name, x in (("external.a", A), ("external.b", B)):
         row = rows[name]
         x = np.asarray(x)
-        fpr, tpr, thr = roc_curve(y, x, drop_intermediate=False)
-        best = 1 + int(np.argmax((tpr - fpr)[1:]))
-        pred = (x >= thr[best]).astype(int)
+        cut = _exact_youden(x, y)[0]
+        pred = (x >= cut).astype(int)
         assert row["auc"]["estimate"] == pytest.approx(roc_auc_score(y, x), abs=1e-12)
-        assert row["threshold"]["estimate"] == pytest.approx(thr[best], abs=1e-12)
+        assert row["threshold"]["estimate"] == pytest.approx(cut, abs=1e-12)
         assert row["confusion"] == confusion_matrix(y, pred, labels=[0, 1]).tolist()
         assert row["threshold"]["ci_low"] is None and "no interval" in row["threshold"]["undefined_reason"]
         # Held out: each half of the 12 questions judged at the other half's Youden threshold (seed 0).

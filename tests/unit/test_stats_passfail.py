@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -30,7 +32,9 @@ H = (
 
 def _sklearn(score: NDArray[np.float64], y: NDArray[np.int64]) -> dict[str, object]:
     fpr, tpr, thr = roc_curve(y, score, drop_intermediate=False)
-    best = 1 + int(np.argmax((tpr - fpr)[1:]))  # thresholds[0] is +inf: nothing passes
+    # The highest threshold among exactly equal maxima of J (argmax of the float J can take a lower one).
+    cut = _exact_youden(score, y)[0]
+    best = int(np.flatnonzero(thr == cut)[0])
     pred = (score >= thr[best]).astype(int)
     return {
         "auc": roc_auc_score(y, score),
@@ -315,3 +319,55 @@ def test_jackknife_auc_equals_roc_auc_score_leaving_each_item_out(values: list[t
         keep = np.arange(score.size) != i
         assert jack[0, i] == pytest.approx(roc_auc_score(passed[keep], score[keep]), abs=1e-12)
     assert np.isnan(jack[1:]).all()
+
+
+# Youden's J = 2/45 at the metric values 0.5 (TP 4 of 15 passes, FP 2 of 9 fails) and 0.2 (TP 14, FP 8),
+# below it at 0.1; in floats 14/15 - 8/9 comes out 6e-17 above 4/15 - 2/9.
+TIED_J_METRIC = np.repeat([0.1, 0.2, 0.5, 0.1, 0.2, 0.5], [1, 10, 4, 1, 6, 2])
+TIED_J_HUMAN = np.repeat([4.0, 2.0], [15, 9])
+
+
+def _exact_youden(score: NDArray[np.float64], y: NDArray[np.int64]) -> tuple[float, Fraction]:
+    """The highest observed value among those of maximal J, J in exact fractions."""
+    p, n = int(y.sum()), int((1 - y).sum())
+    j = {
+        float(v): Fraction(int(((score >= v) & (y == 1)).sum()), p)
+        - Fraction(int(((score >= v) & (y == 0)).sum()), n)
+        for v in np.unique(score)
+    }
+    top = max(j.values())
+    return max(v for v, jv in j.items() if jv == top), top
+
+
+def test_youden_threshold_is_the_highest_among_exactly_equal_maxima() -> None:
+    y = (TIED_J_HUMAN >= 4).astype(np.int64)
+    assert _exact_youden(TIED_J_METRIC, y) == (0.5, Fraction(2, 45))
+    assert 14 / 15 - 8 / 9 > 4 / 15 - 2 / 9  # the rounding that made argmax take 0.2
+    res = pass_fail(TIED_J_METRIC, TIED_J_HUMAN, 4.0, n_resamples=0)
+    assert res.threshold.estimate == 0.5
+    assert res.confusion == ((7, 2), (11, 4))
+    # The resample kernels (compiled and numpy) choose the same on the data itself.
+    kernel = stats._PassFailKernel(TIED_J_METRIC, y == 1)
+    ones = np.ones((1, y.size), dtype=np.int64)
+    for row in (kernel.resample(ones)[0], kernel.resample_numpy(ones)[0]):
+        assert row[1] == 0.5 and row[2] == pytest.approx(2 / 45, abs=1e-15)
+    # Lower is better: the same decisions, the threshold shown on the metric's scale.
+    down = pass_fail(-TIED_J_METRIC, TIED_J_HUMAN, 4.0, higher_is_better=False, n_resamples=0)
+    assert down.threshold.estimate == -0.5 and down.confusion == res.confusion
+
+
+def test_held_out_thresholds_keep_the_highest_among_equal_maxima() -> None:
+    # Four questions holding the same 24 outputs: each half (two questions, J = 2/45 at 0.5 and at 0.2
+    # again, 28/30 - 16/18 the larger float) must choose 0.5, and the held-out figures are those at 0.5.
+    metric, human = np.tile(TIED_J_METRIC, 4), np.tile(TIED_J_HUMAN, 4)
+    questions = np.repeat(np.arange(4), TIED_J_METRIC.size)
+    y = (human >= 4).astype(np.int64)
+    res = pass_fail(metric, human, 4.0, n_resamples=0, clusters=questions)
+    assert res.held_out_thresholds == (0.5, 0.5)
+    pred = (metric >= 0.5).astype(int)
+    assert res.recall.estimate == pytest.approx(recall_score(y, pred), abs=1e-12)
+    assert res.recall.estimate == pytest.approx(16 / 60, abs=1e-12)
+    assert res.kappa.estimate == pytest.approx(cohen_kappa_score(y, pred), abs=1e-12)
+    assert [list(r) for r in res.confusion_held_out or ()] == confusion_matrix(y, pred).tolist()
+    held = _held_out_sklearn(metric, y, questions, 0)
+    assert held is not None and held[1] == (0.5, 0.5)

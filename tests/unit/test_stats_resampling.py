@@ -446,3 +446,23 @@ def test_p_of_a_null_beyond_every_resample_is_the_resolution() -> None:
     assert stats.bootstrap_p_value(draws, 0.55) == pytest.approx(1 / 500)
     assert stats.bootstrap_p_value(draws, 0.55, jack) == pytest.approx(1 / 500)
     assert stats.bootstrap_p_value(-draws, -0.55, jack) == pytest.approx(1 / 500)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_jackknife_estimate_is_taken_on_the_items_of_its_interval(method: stats.CorrMethod) -> None:
+    # A metric missing on two items: the difference and the coefficient are those of the ten complete
+    # items, where the interval is; the interval is centred on the difference.
+    gappy = B.copy()
+    gappy[[0, 2]] = np.nan
+    keep = np.isfinite(gappy)
+    stat = REFERENCE[method]
+    diff = stats.jackknife_differences_many(A, {"gappy": gappy}, H, method)["gappy"]
+    on_both = stat(A[keep], H[keep]) - stat(B[keep], H[keep])
+    assert diff.estimate == pytest.approx(on_both, abs=1e-12)
+    assert stat(A, H) - stat(B[keep], H[keep]) != pytest.approx(on_both, abs=0.05)
+    assert ((diff.low or 0) + (diff.high or 0)) / 2 == pytest.approx(on_both, abs=1e-12)
+    coef = stats.jackknife_ci_many({"gappy": gappy}, H, method)["gappy"]
+    assert coef.estimate == pytest.approx(stat(B[keep], H[keep]), abs=1e-12)
+    # Every leave-one-out difference equal: no interval, the difference still shown.
+    same = stats.jackknife_differences_many(A, {"same": A.copy()}, H, method)["same"]
+    assert same.low is None and same.estimate == 0.0
