@@ -54,7 +54,7 @@ class UserUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Role | None = None
-    active: bool | None = None
+    active: bool | None = Field(default=None, strict=True)
 
 
 class UserRead(BaseModel):
