@@ -180,6 +180,22 @@ def number_cell(value: Any) -> Any:
     return value
 
 
+_TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
+_FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
+
+
+def bool_cell(value: Any) -> Any:
+    """A yes/no cell as a bool (TRUE, false, yes, 0, ...: what spreadsheets and pandas write); other values
+    unchanged, for the model to refuse by name. JSON rows never come here: there a boolean is a boolean."""
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+    return value
+
+
 def is_missing(value: Any) -> bool:
     """Empty cells, and the NaN/None that pandas and Ragas write for a value they do not have."""
     if value is None:

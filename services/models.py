@@ -387,13 +387,18 @@ class ApiKey(Base):
 
 
 class WebSession(Base):
-    """A browser session opened by the login form; the cookie carries the token, the store its SHA-256."""
+    """A browser session opened by the login form with one of the account's keys; the cookie carries the
+    token, the store its SHA-256."""
 
     __tablename__ = "web_session"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    # The key signed in with: the session ends when it is revoked.
+    key_id: Mapped[int] = mapped_column(
+        ForeignKey("api_key.id", ondelete="CASCADE", name="fk_web_session_key_id"), index=True
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

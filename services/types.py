@@ -21,4 +21,9 @@ def _not_a_boolean(value: Any) -> Any:
 
 
 Number = Annotated[float, BeforeValidator(_not_a_boolean)]
+# A whole number that is not true or false, for fields with bounds of their own. The optional ones check
+# before the union, so that the field's bounds reach the integer in the schema (minimum/maximum).
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+OptionalInt = Annotated[int | None, BeforeValidator(_not_a_boolean)]
+OptionalNumber = Annotated[float | None, BeforeValidator(_not_a_boolean)]
 Integer = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT), BeforeValidator(_not_a_boolean)]

@@ -1,9 +1,9 @@
 """Turning pydantic validation failures of batch rows into ItemErrors that name the row and the field.
 
 Rows read from a CSV file are first matched to the model by header name (the accepted names listed in
-services.kinds), and their numeric and list cells read as spreadsheets write them (decimal comma,
-Python-literal lists). A batch whose rows are of another kind altogether is refused with one sentence saying
-what it looks like.
+services.kinds), and their numeric, yes/no and list cells read as spreadsheets write them (decimal comma,
+TRUE/FALSE, Python-literal lists), so that the models' booleans can be strict for JSON. A batch whose rows
+are of another kind altogether is refused with one sentence saying what it looks like.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from services import kinds
-from services.csvread import list_cell, number_cell
+from services.csvread import bool_cell, list_cell, number_cell
 from services.errors import InvalidItems, ItemError, WrongKind
 from services.ingest import Batch, Row
 
@@ -56,7 +56,7 @@ def invalid_rows(what: str, rows: Sequence[Row], errors: list[ItemError]) -> Inv
 
 
 def _shape(annotation: Any) -> set[str]:
-    """'number' and/or 'list' for a field annotation (through Optional/Union)."""
+    """'number', 'bool' and/or 'list' for a field annotation (through Optional/Union)."""
     out: set[str] = set()
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -68,6 +68,8 @@ def _shape(annotation: Any) -> set[str]:
         out.add("list")
     elif annotation in (int, float):
         out.add("number")
+    elif annotation is bool:
+        out.add("bool")
     return out
 
 
@@ -121,6 +123,8 @@ def _csv_rows(rows: Batch, model: type[M]) -> list[Row]:
                     data[key] = list_cell(value)
                 elif "number" in shape:
                     data[key] = number_cell(value)
+                elif "bool" in shape:
+                    data[key] = bool_cell(value)
             except ValueError:
                 pass  # left as text: the model's own validation names the field and the reason
         out.append(Row(row.index, row.line, data))

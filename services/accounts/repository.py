@@ -39,13 +39,17 @@ class AccountRepository(Repository):
         )
         return [(k, u) for k, u in rows]
 
-    def session_by_hash(self, token_hash: str) -> tuple[WebSession, User] | None:
+    def session_by_hash(self, token_hash: str) -> tuple[WebSession, ApiKey, User] | None:
         row = self.session.execute(
-            select(WebSession, User)
+            select(WebSession, ApiKey, User)
+            .join(ApiKey, ApiKey.id == WebSession.key_id)
             .join(User, User.id == WebSession.user_id)
             .where(WebSession.token_hash == token_hash)
         ).first()
-        return (row[0], row[1]) if row else None
+        return (row[0], row[1], row[2]) if row else None
+
+    def delete_sessions_of_key(self, key_id: int) -> None:
+        self.session.execute(delete(WebSession).where(WebSession.key_id == key_id))
 
     def delete_session(self, token_hash: str) -> None:
         self.session.execute(delete(WebSession).where(WebSession.token_hash == token_hash))

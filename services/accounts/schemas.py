@@ -35,7 +35,8 @@ class Identity:
     via: Literal["key", "session", "open"]
     # The session token of a browser session (CSRF tokens are derived from it); never logged or returned.
     session_token: str | None = None
-    # The API key making the request (an admin may not revoke the key they are using).
+    # The API key making the request, or that its browser session was signed in with (an admin may not
+    # revoke the key they are using).
     key_id: int | None = None
 
     def __repr__(self) -> str:  # keep the session token out of any log line
@@ -53,7 +54,7 @@ class UserUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Role | None = None
-    active: bool | None = None
+    active: bool | None = Field(default=None, strict=True)
 
 
 class UserRead(BaseModel):

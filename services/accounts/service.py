@@ -4,8 +4,9 @@ Keys look like ``rgm_<prefix>_<secret>``: the prefix finds the stored row, the w
 its Argon2id hash. A key is returned once, when issued; nothing else ever returns or logs it. Verifying
 Argon2 on every request would cost ~0.25 s of CPU each, so a verified key is remembered (by its SHA-256, in
 a bounded LRU) with the stored hash it matched; revocation and deactivation are read from the database on
-every request, so they take effect at once. Concurrent first uses of one key wait for one check
-(``app.auth.KeyChecks``).
+every request, so they take effect at once. A browser session records the key it was signed in with and
+lives only while that key is valid and its account active: revoking the key ends it at its next request.
+Concurrent first uses of one key wait for one check (``app.auth.KeyChecks``).
 
 Failure modes: Unauthorized (unknown, revoked or malformed key; inactive account), Conflict (name taken,
 role mismatch), NotFound, InvalidItems (a new account without a role), TooManyRequests (login lockout).
@@ -183,19 +184,23 @@ def list_keys(session: Session) -> list[KeyRead]:
 
 
 def revoke_key(session: Session, key_id: int, actor: Identity) -> KeyRead:
-    """Revoke a key. Raises NotFound, and Conflict for the key making the request (revoke it with another
-    key), so that admins cannot lock themselves out by mistake."""
+    """Revoke a key and end the browser sessions signed in with it. Raises NotFound, and Conflict for the key
+    making the request, by Bearer or through the session it opened (revoke it with another key), so that
+    admins cannot lock themselves out by mistake."""
     repo = AccountRepository(session)
     key = repo.key(key_id)
     if key is None:
         raise NotFound(f"key {key_id} does not exist")
     if key.id == actor.key_id:
+        via = "making this request" if actor.via == "key" else "this browser session was signed in with"
         raise Conflict(
-            f"key {key_id} is the key making this request; issue another key and revoke this one with it",
+            f"key {key_id} is the key {via}; issue another key and revoke this one with it",
             [ItemError(None, "key_id", "the calling key")],
         )
     if key.revoked_at is None:
         key.revoked_at = _now()
+        # session_identity refuses them anyway; deleting them keeps the store to live sessions only.
+        repo.delete_sessions_of_key(key.id)
         repo.flush()
     user = repo.user(key.user_id)
     assert user is not None
@@ -235,25 +240,29 @@ def _valid_key(session: Session, hasher: KeyHasher, key: str) -> tuple[ApiKey, U
     return row, user
 
 
-def open_session(session: Session, user_id: int, hours: float) -> str:
-    """A new browser session; returns its token (the cookie's content before signing)."""
+def open_session(session: Session, key: ApiKey, hours: float) -> str:
+    """A new browser session of ``key``'s account, ending when the key is revoked; returns its token (the
+    cookie's content before signing)."""
     token = secrets.token_urlsafe(32)
     now = _now()
     repo = AccountRepository(session)
     repo.delete_expired_sessions(now)
-    repo.add(WebSession(token_hash=sha256(token), user_id=user_id, expires_at=now + timedelta(hours=hours)))
+    expires = now + timedelta(hours=hours)
+    repo.add(WebSession(token_hash=sha256(token), user_id=key.user_id, key_id=key.id, expires_at=expires))
     repo.flush()
     return token
 
 
 def session_identity(session: Session, token: str) -> Identity | None:
+    """The identity of a browser session, None once it expired, its key was revoked (also when the revocation
+    raced the sign-in that opened it) or its account was deactivated."""
     found = AccountRepository(session).session_by_hash(sha256(token))
     if found is None:
         return None
-    web, user = found
-    if _aware(web.expires_at) < _now() or not user.active:
+    web, key, user = found
+    if _aware(web.expires_at) < _now() or key.revoked_at is not None or not user.active:
         return None
-    return _identity(user, "session", token)
+    return _identity(user, "session", token, key_id=key.id)
 
 
 def close_session(session: Session, token: str) -> None:
@@ -304,7 +313,7 @@ def open_login_session(session: Session, key_id: int, hours: float) -> str:
     user = session.get(User, row.user_id) if row is not None else None
     if row is None or row.revoked_at is not None or user is None or not user.active:
         raise Unauthorized("unknown account name or key")
-    return open_session(session, user.id, hours)
+    return open_session(session, row, hours)
 
 
 def record_login_failure(session: Session, auth: AuthSettings, name: str, client: str) -> None:

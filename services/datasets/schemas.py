@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from services.types import MAX_INT
+from services.types import MAX_INT, Int
 
 NonEmpty = Field(min_length=1)
 # Declared in the schema for what the ``_not_blank`` validators check (clients and fuzzers see the rule).
@@ -23,9 +23,9 @@ def _not_blank(value: str) -> str:
 class ChunkingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    page_max_words: int = Field(default=1000, ge=10, le=100_000)
-    max_words: int = Field(default=200, ge=5, le=10_000)
-    overlap_words: int = Field(default=0, ge=0, le=10_000)
+    page_max_words: Int = Field(default=1000, ge=10, le=100_000)
+    max_words: Int = Field(default=200, ge=5, le=10_000)
+    overlap_words: Int = Field(default=0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:
@@ -74,8 +74,8 @@ class PassageIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str = Field(min_length=1, description="external id of the document")
-    start: int = Field(ge=0, le=MAX_INT, description="character offset (code points) of the first character")
-    end: int = Field(ge=0, le=MAX_INT, description="character offset one past the last character")
+    start: Int = Field(ge=0, le=MAX_INT, description="character offset (code points) of the first character")
+    end: Int = Field(ge=0, le=MAX_INT, description="character offset one past the last character")
     text: str | None = Field(default=None, description="optional: checked against the document span")
 
 
@@ -148,7 +148,7 @@ class DocumentRead(BaseModel):
 
 
 class ImportReport(BaseModel):
-    kind: Literal["documents", "questions", "outputs", "ratings", "scores", "preferences"]
+    kind: Literal["documents", "questions", "outputs", "ratings", "raters", "scores", "preferences"]
     received: int
     created: int
     updated: int

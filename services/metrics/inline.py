@@ -22,6 +22,7 @@ from services.metrics import registry
 from services.metrics.base import Sample, SampleScore, package_version
 from services.metrics.batch import MetricWork, score_batch
 from services.metrics.resources import ScoringResources
+from services.types import Int
 
 # What an inline sample carries, by the adapter input names.
 _CARRIED = {"question", "answer", "contexts", "reference_answer"}
@@ -55,7 +56,7 @@ class InlineScoreRequest(BaseModel):
     language: str = Field(
         default="en", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", description="language of the samples"
     )
-    k: int = Field(default=5, ge=1, le=100, description="top k contexts used, recorded with each score")
+    k: Int = Field(default=5, ge=1, le=100, description="top k contexts used, recorded with each score")
 
 
 class InlineScore(BaseModel):

@@ -38,6 +38,7 @@ from services.models import Job
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
+from services.types import Int
 
 
 class ScoringRequest(BaseModel):
@@ -45,7 +46,7 @@ class ScoringRequest(BaseModel):
         default=None,
         description="metric names (library.metric[:variant][@k]); all available ones when omitted",
     )
-    k: int = Field(default=5, ge=1, le=100, description="top k retrieved chunks, recorded with each score")
+    k: Int = Field(default=5, ge=1, le=100, description="top k retrieved chunks, recorded with each score")
     recompute: bool = Field(default=False, strict=True, description="compute again scores already stored")
     refresh_judge_cache: bool = Field(
         default=False,

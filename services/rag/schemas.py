@@ -4,6 +4,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.types import Int
+
 Mode = Literal["hybrid", "bm25", "dense"]
 
 
@@ -11,7 +13,7 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     query: str = Field(min_length=1)
-    k: int = Field(default=5, ge=1, le=100)
+    k: Int = Field(default=5, ge=1, le=100)
     mode: Mode = "hybrid"
 
 
@@ -34,7 +36,7 @@ class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     question: str = Field(min_length=1)
-    k: int = Field(default=5, ge=1, le=50)
+    k: Int = Field(default=5, ge=1, le=50)
     mode: Mode = "hybrid"
 
 

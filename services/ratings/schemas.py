@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.types import Integer
+from services.types import Int, Integer
 
 DEFAULT_RUBRIC_NAME = "default-1-5"
 # The study's rubric: one 1-5 scale that mixes factuality and relevance.
@@ -39,8 +39,8 @@ class RubricCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=200)
-    min: int = Field(ge=-100, le=100)
-    max: int = Field(ge=-100, le=100)
+    min: Int = Field(ge=-100, le=100)
+    max: Int = Field(ge=-100, le=100)
     levels: dict[str, str] = Field(default_factory=dict, description="score (as text) -> description")
 
     @model_validator(mode="after")

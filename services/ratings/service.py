@@ -92,7 +92,7 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
             created += 1
     repo.flush()
     return ImportReport(
-        kind="ratings",
+        kind="raters",
         received=len(rows),
         created=created,
         updated=0,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from services.types import MAX_INT, Number
+from services.types import MAX_INT, Number, OptionalInt, OptionalNumber
 
 OutputFormat = Literal["auto", "native", "ragas", "ragchecker"]
 
@@ -18,7 +18,7 @@ class SystemConfig(BaseModel):
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     retriever: str | None = Field(default=None, examples=["hybrid", "bm25", "dense", "external"])
-    k: int | None = Field(default=None, ge=1, le=1000)
+    k: OptionalInt = Field(default=None, ge=1, le=1000)
     generator: str | None = Field(default=None, examples=["llm", "extractive", "external"])
     model: str | None = None
     prompt: str | None = None
@@ -48,8 +48,8 @@ class ChunkIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document_id: str | None = Field(default=None, description="external id of the document")
-    start: int | None = Field(default=None, ge=0, le=MAX_INT)
-    end: int | None = Field(default=None, ge=0, le=MAX_INT)
+    start: OptionalInt = Field(default=None, ge=0, le=MAX_INT)
+    end: OptionalInt = Field(default=None, ge=0, le=MAX_INT)
     text: str | None = None
     score: Number | None = None
 
@@ -80,7 +80,7 @@ class NativeOutput(BaseModel):
     answer: str
     retrieved: list[ChunkIn] = Field(default_factory=list, description="ranked, best first")
     generator: dict[str, Any] | None = None
-    latency_ms: Number | None = Field(default=None, ge=0)
+    latency_ms: OptionalNumber = Field(default=None, ge=0)
 
     _r = field_validator("retrieved", mode="before")(_json_list)
 
@@ -121,7 +121,8 @@ class RagCheckerOutput(BaseModel):
     @field_validator("query_id", mode="before")
     @classmethod
     def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
+        # true is an int too; left as it is, the field refuses it as not a string
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     _r = field_validator("retrieved_context", mode="before")(_json_list)
 

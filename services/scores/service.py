@@ -38,7 +38,7 @@ class ExternalScoreIn(BaseModel):
         json_schema_extra={"pattern": _EXTERNAL_NAME.pattern},
     )
     value: Number | None = Field(description="null when the tool could not score the item")
-    higher_is_better: bool | None = None
+    higher_is_better: bool | None = Field(default=None, strict=True)
 
     @field_validator("metric")
     @classmethod

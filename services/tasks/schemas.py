@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.ratings.schemas import RubricRead
-from services.types import MAX_ID, MAX_INT
+from services.types import MAX_ID, MAX_INT, Int, OptionalInt
 
 Mode = Literal["pointwise", "pairwise"]
 Status = Literal["pending", "rated", "skipped", "flagged"]
@@ -26,22 +26,26 @@ class TaskCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
-    run_id: int = Field(ge=1, le=MAX_ID, description="the run whose outputs are rated (run A in pairwise)")
+    run_id: Int = Field(ge=1, le=MAX_ID, description="the run whose outputs are rated (run A in pairwise)")
     mode: Mode = "pointwise"
-    run_b_id: int | None = Field(default=None, ge=1, le=MAX_ID, description="pairwise: the other run")
+    run_b_id: OptionalInt = Field(default=None, ge=1, le=MAX_ID, description="pairwise: the other run")
     rubric: str | None = Field(
         default=None, description="rubric name; default: the study's 1-5 scale, or a 1-5 preference scale"
     )
     raters: list[str] = Field(min_length=1, max_length=1000, description="account names")
-    per_output: int | None = Field(
+    per_output: OptionalInt = Field(
         default=None,
         ge=1,
         le=1000,
         description="k raters per output, balanced at random; omit: everyone rates all",
     )
-    show_reference: bool = Field(default=False, description="show the reference answer to raters")
-    show_contexts: bool = Field(default=True, description="show the retrieved contexts to raters")
-    seed: int | None = Field(default=None, ge=0, le=MAX_INT, description="recorded; random when omitted")
+    show_reference: bool = Field(
+        default=False, strict=True, description="show the reference answer to raters"
+    )
+    show_contexts: bool = Field(
+        default=True, strict=True, description="show the retrieved contexts to raters"
+    )
+    seed: OptionalInt = Field(default=None, ge=0, le=MAX_INT, description="recorded; random when omitted")
 
 
 class RaterProgress(BaseModel):
@@ -129,12 +133,12 @@ class ItemAction(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Literal["rate", "skip", "flag"]
-    score: int | None = Field(
+    score: OptionalInt = Field(
         default=None, ge=-MAX_INT, le=MAX_INT, description="rate: a level of the task's rubric"
     )
     comment: str | None = Field(default=None, max_length=5000)
     reason: str | None = Field(default=None, max_length=1000, description="flag: why it cannot be rated")
-    left_version: int | None = Field(
+    left_version: OptionalInt = Field(
         default=None,
         ge=1,
         le=MAX_INT,
@@ -142,10 +146,10 @@ class ItemAction(BaseModel):
         "recorded on it (stale in reports once the answer has changed). Omitted, with right_version: the "
         "versions current when the preference is saved",
     )
-    right_version: int | None = Field(
+    right_version: OptionalInt = Field(
         default=None, ge=1, le=MAX_INT, description="pairwise rate: the right answer's `version` as served"
     )
-    version: int | None = Field(
+    version: OptionalInt = Field(
         default=None,
         ge=1,
         le=MAX_INT,

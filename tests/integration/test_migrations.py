@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import insert, inspect, text
+from sqlalchemy import insert, inspect, make_url, text
 
 from app.main import create_app
 from app.settings import Settings
@@ -25,11 +25,12 @@ from services.models import Base
 
 
 def _fresh_url(tmp_path: Path) -> str:
-    """An empty database of the backend under test (a separate schema-free database)."""
+    """An empty database of the backend under test (a separate schema-free database, named after the test
+    database so that test runs on other databases of the same server do not drop it under each other)."""
     pg = os.environ.get("RAGMETA_TEST_DATABASE_URL")
     if pg and pg.startswith("postgresql"):
         admin = make_engine(pg).execution_options(isolation_level="AUTOCOMMIT")
-        name = "ragmeta_migration_test"
+        name = f"{make_url(pg).database}_migration_test"
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
             conn.execute(text(f"CREATE DATABASE {name}"))
@@ -172,3 +173,54 @@ def test_preference_versions_are_filled_in_only_where_certain(tmp_path: Path) ->
         ).all()
     engine.dispose()
     assert [tuple(r) for r in rows] == [(1, 1, 1), (2, 1, 2), (3, 1, None)]
+
+
+def test_sessions_record_their_key_and_older_ones_end(tmp_path: Path) -> None:
+    """0008 ties each browser session to the key it was signed in with. Sessions stored before it cannot say
+    which key that was (it may be revoked since), so they end; the ones opened after it go with their key."""
+    url = _fresh_url(tmp_path)
+    upgrade(url, "0007")
+    engine = make_engine(url)
+    now = datetime(2026, 12, 1, 8, tzinfo=UTC)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO app_user (id, name, role, active, created_at, updated_at) "
+                "VALUES (1, 'u', 'editor', :t, :n, :n)"
+            ),
+            {"t": True, "n": now},
+        )
+        conn.execute(
+            text("INSERT INTO api_key (id, user_id, prefix, hash, created_at) VALUES (1, 1, 'p', 'h', :n)"),
+            {"n": now},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO web_session (id, token_hash, user_id, created_at, expires_at) "
+                "VALUES (1, 'old', 1, :n, :n)"
+            ),
+            {"n": now},
+        )
+    upgrade(url, "0008")
+    columns = {c["name"]: c for c in inspect(engine).get_columns("web_session")}
+    keys = inspect(engine).get_foreign_keys("web_session")
+    with engine.begin() as conn:
+        left = conn.execute(text("SELECT count(*) FROM web_session")).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO web_session (id, token_hash, user_id, key_id, created_at, expires_at) "
+                "VALUES (2, 'new', 1, 1, :n, :n)"
+            ),
+            {"n": now},
+        )
+        conn.execute(text("DELETE FROM api_key WHERE id = 1"))
+        after_key_deleted = conn.execute(text("SELECT count(*) FROM web_session")).scalar_one()
+    assert left == 0
+    assert columns["key_id"]["nullable"] is False
+    assert any(k["referred_table"] == "api_key" and k["constrained_columns"] == ["key_id"] for k in keys)
+    assert after_key_deleted == 0
+    downgrade(url, "0007")
+    assert "key_id" not in {c["name"] for c in inspect(engine).get_columns("web_session")}
+    upgrade(url)
+    assert current_revision(engine) == head_revision()
+    engine.dispose()
