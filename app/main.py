@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -98,36 +98,44 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Every request holding a database slot can always get a thread, with threads to spare for the rest.
-        threads = anyio.to_thread.current_default_thread_limiter()
-        threads.total_tokens = max(threads.total_tokens, app.state.db_slots.total + 16)
-        # Refuse to serve a database that is behind the code (or migrate it, when told to).
-        ensure_migrated(engine, settings.database_url, settings.auto_migrate)
-        # Scoring's long-lived resources (loop, judge gateway, pools, models) belong to the app.
-        resources = ScoringResources(settings, app.state.session_factory)
-        app.state.scoring = resources
-        app.state.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
-        worker, processes = None, None
-        if settings.jobs.embedded_worker:
-            count = worker_count(settings)
-            if count == 0:
-                worker = make_worker(
-                    JobContext(app.state.session_factory, settings, resources), worker_id="embedded"
-                )
-                worker.start()
-            else:
-                # Worker processes send their judge calls through this process's gateway: one bound for all.
-                gateway = await anyio.to_thread.run_sync(resources.gateway_url)
-                processes = await anyio.to_thread.run_sync(WorkerProcesses(settings, gateway, count).start)
-        app.state.worker, app.state.worker_processes = worker, processes
-        yield
-        if worker is not None:
-            worker.stop()
-        if processes is not None:
-            await anyio.to_thread.run_sync(processes.stop)
-        resources.close()
-        app.state.report_pool.close()
-        engine.dispose()
+        # What was started is closed in reverse order however the app ends (a failed start included), each
+        # step even when one before it fails, off the event loop (the joins block) and shielded from the
+        # cancellation of a hurried shutdown: uvicorn re-raises its SIGTERM once this returns, and no exit
+        # hook runs then, so a child not ended here would outlive the server with its database connections.
+        stack = ExitStack()
+        stack.callback(engine.dispose)
+        stack.callback(app.state.report_pool.close)
+        try:
+            # Every request holding a database slot can always get a thread, with threads to spare.
+            threads = anyio.to_thread.current_default_thread_limiter()
+            threads.total_tokens = max(threads.total_tokens, app.state.db_slots.total + 16)
+            # Refuse to serve a database that is behind the code (or migrate it, when told to).
+            ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+            # Scoring's long-lived resources (loop, judge gateway, pools, models) belong to the app.
+            resources = ScoringResources(settings, app.state.session_factory)
+            stack.callback(resources.close)
+            app.state.scoring = resources
+            app.state.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
+            worker, processes = None, None
+            if settings.jobs.embedded_worker:
+                count = worker_count(settings)
+                if count == 0:
+                    worker = make_worker(
+                        JobContext(app.state.session_factory, settings, resources), worker_id="embedded"
+                    )
+                    stack.callback(worker.stop)
+                    worker.start()
+                else:
+                    # Worker processes send their judge calls through this process's gateway: one bound.
+                    gateway = await anyio.to_thread.run_sync(resources.gateway_url)
+                    processes = WorkerProcesses(settings, gateway, count)
+                    stack.callback(processes.stop)
+                    await anyio.to_thread.run_sync(processes.start)
+            app.state.worker, app.state.worker_processes = worker, processes
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(stack.close)
 
     app = FastAPI(
         title="ragmeta",

@@ -54,6 +54,9 @@ def run_worker_process(
     from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
 
+    # Ctrl-C reaches the whole process group; the parent's SIGTERM is what stops a worker after its batch
+    # (a KeyboardInterrupt here would drop the batch in the middle).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     apply_offline_env()
     settings = Settings.model_validate_json(settings_json)
 

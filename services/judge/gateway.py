@@ -128,6 +128,8 @@ class JudgeFailure(Exception):
     def __init__(self, cause: str, message: str) -> None:
         super().__init__(f"{cause}: {message}")
         self.cause = cause
+        # Requests sent to the judge before giving up (set by the gateway's forwarding).
+        self.attempts = 0
 
 
 def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | None:
@@ -418,6 +420,11 @@ class JudgeGateway:
             for usage in usages:
                 usage.failures += 1
                 usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
+                # A request that failed was still sent, and retried: the judge was asked (and may bill) all
+                # the same, as with an answered one (one call, its extra attempts as retries).
+                if exc.attempts:
+                    usage.upstream_calls += 1
+                    usage.upstream_retries += exc.attempts - 1
             # 400 is not retried by the openai SDK or litellm: the failure reaches the metric at once.
             return JSONResponse(
                 {"error": {"message": str(exc), "type": "judge_error", "code": exc.cause}}, status_code=400
@@ -503,6 +510,18 @@ class JudgeGateway:
             s.commit()
 
     async def _forward(self, model: str, body: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
+        """The judge's answer, its latency and the retries it took; ``JudgeFailure`` (with the attempts
+        made) when it gives none that can be used."""
+        sent = [0]
+        try:
+            return await self._attempts(model, body, sent)
+        except JudgeFailure as exc:
+            exc.attempts = sent[0]
+            raise
+
+    async def _attempts(
+        self, model: str, body: dict[str, Any], sent: list[int]
+    ) -> tuple[dict[str, Any], float, int]:
         assert self._client is not None and self._semaphore is not None
         url = (self.judge.base_url or "").rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.judge.api_key()}"}
@@ -519,6 +538,7 @@ class JudgeGateway:
             asked = None
             async with self._semaphore, self.shared.slot() if self.shared else contextlib.nullcontext():
                 t0 = time.perf_counter()
+                sent[0] += 1
                 try:
                     resp = await self._client.post(url, json=payload, headers=headers)
                 except httpx.TimeoutException:

@@ -7,18 +7,27 @@ API process only awaits the result. ``processes = 0`` computes in the calling th
 
 Failure modes: a ``ServiceError`` raised in a worker (NotFound, InvalidItems) is re-raised as is in the
 caller; a worker that dies (killed, out of memory) raises ``BrokenProcessPool`` and the pool is rebuilt on
-the next call.
+the next call. ``close`` ends the workers itself and returns once they are gone: the server leaves by its
+own SIGTERM right after, when no exit hook of the executor runs. A worker whose parent disappears (SIGKILL)
+exits on its own.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import multiprocessing.util
+import os
+import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from multiprocessing.process import BaseProcess
+from typing import Any, TypeVar, cast
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
@@ -33,14 +42,38 @@ def _init_worker(settings_json: str) -> None:
     from services.db import make_engine, make_session_factory
     from services.offline import apply_offline_env
 
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides when its workers end (a
+    # KeyboardInterrupt here would break the pool under a server still shutting down gracefully).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent-watch", daemon=True).start()
     apply_offline_env()
     settings = Settings.model_validate_json(settings_json)
+    engine = make_engine(settings.database_url)
+    # Closed on a normal exit, so the database sees a goodbye rather than a dropped connection.
+    multiprocessing.util.Finalize(engine, engine.dispose, exitpriority=10)
+    signal.signal(signal.SIGTERM, lambda *_: _leave(engine))
     _worker["settings"] = settings
-    _worker["factory"] = make_session_factory(make_engine(settings.database_url), write=False)
+    _worker["factory"] = make_session_factory(engine, write=False)
     # The statistics' lazily imported libraries and compiled kernels, once per worker, before any report.
     from services import stats
 
     stats.warm_up()
+
+
+def _exit_with(parent_sentinel: int) -> None:
+    # A pool worker waits on its call queue forever, and holds the resource tracker open with it, when the
+    # parent dies without shutting the pool down (SIGKILL, out of memory).
+    multiprocessing.connection.wait([parent_sentinel])
+    os._exit(1)
+
+
+def _leave(engine: Engine) -> None:
+    # The parent's SIGTERM: a report still in progress has no one waiting for it any more. The interpreter's
+    # own teardown is skipped: after the statistics' imports it takes seconds.
+    engine.dispose()
+    os._exit(0)
 
 
 def _in_worker(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -48,6 +81,19 @@ def _in_worker(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
 
     with session_scope(_worker["factory"]) as session:
         return fn(session, _worker["settings"], *args)
+
+
+def _running_after(processes: Sequence[BaseProcess], timeout: float) -> list[BaseProcess]:
+    """Those of ``processes`` still running ``timeout`` seconds from now (or as soon as none is)."""
+    pending = {process.sentinel: process for process in processes}
+    deadline = time.monotonic() + timeout
+    while pending:
+        ready = multiprocessing.connection.wait(list(pending), max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        for sentinel in ready:
+            pending.pop(cast(int, sentinel))
+    return list(pending.values())
 
 
 class ReportPool:
@@ -86,7 +132,27 @@ class ReportPool:
             return fn(session, self.settings, *args)
 
     def close(self) -> None:
+        """End the workers now, and return once they are gone: pending reports are cancelled, one in
+        progress is abandoned (no request waits for it when the pool closes). A worker still running 5 s
+        after its SIGTERM is killed."""
         with self._lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = None
+            executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # The executor ends its workers from a thread of its own and joins them only in an exit hook, which
+        # does not run when the server leaves by its own SIGTERM (uvicorn re-raises it); an idle worker
+        # told to leave that way takes seconds to tear its interpreter down. They are ended here.
+        processes = list(executor._processes.values())
+        # A thread (typeshed types it as the wakeup pipe).
+        manager = cast("threading.Thread | None", executor._executor_manager_thread)
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        # Their exit is read from each process's sentinel, not from join(): the executor's thread reaps them
+        # too, and a status reaped there would read here as still running.
+        for late in _running_after(processes, 5.0):
+            late.kill()
+        _running_after(processes, 5.0)
+        if manager is not None:
+            # It leaves once it sees its workers gone; nothing of the pool outlives close.
+            manager.join(5)
