@@ -17,7 +17,7 @@ from app import docs
 from app.auth import AuthState, access
 from app.deps import DbSlots
 from app.errors import ErrorEnvelope, install_error_handlers
-from app.middleware import UNSAFE, RequestGuard
+from app.middleware import UNSAFE, RequestGuard, upload_routes
 from app.routers import (
     accounts,
     comparisons,
@@ -181,6 +181,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
     web.mount_static(app)
+    app.state.upload_routes = upload_routes(app)
+    if not app.state.upload_routes:
+        # Without them every batch upload would meet the plain-body limit (1 MiB) instead of its own.
+        raise RuntimeError("no batch upload route found in the app's routes (app.middleware.upload_routes)")
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import anyio
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
 
@@ -32,14 +34,22 @@ UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _THREAD_PARSE_BYTES = 64 * 1024
 
 
-def upload_routes(app: FastAPI) -> list[tuple[re.Pattern[str], frozenset[str]]]:
-    """Routes that read a batch upload themselves (declared with ``app.uploads.batch_body``)."""
+class UploadRoute(NamedTuple):
+    path: str
+    regex: re.Pattern[str]
+    methods: frozenset[str]
+
+
+def upload_routes(app: FastAPI) -> list[UploadRoute]:
+    """Routes that read a batch upload themselves (declared by ``app.uploads.declares_upload``).
+
+    Included routers are branches of the route tree, not flattened into ``app.routes``: they are walked
+    the way FastAPI's own OpenAPI generation walks them, so every route the schema shows is seen here."""
     found = []
-    for route in app.routes:
-        extra = getattr(route, "openapi_extra", None) or {}
-        content = extra.get("requestBody", {}).get("content", {})
-        if "multipart/form-data" in content:
-            found.append((route.path_regex, frozenset(route.methods or ())))  # type: ignore[attr-defined]
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and declares_upload(route.openapi_extra):
+            found.append(UploadRoute(str(context.path), context.path_regex, frozenset(context.methods or ())))
     return found
 
 
@@ -54,12 +64,11 @@ class RequestGuard:
     def __init__(self, app: ASGIApp, fastapi_app: FastAPI) -> None:
         self.app = app
         self.fastapi_app = fastapi_app
-        self._uploads: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
 
     def _is_upload(self, method: str, path: str) -> bool:
-        if self._uploads is None:
-            self._uploads = upload_routes(self.fastapi_app)
-        return any(method in methods and rx.match(path) for rx, methods in self._uploads)
+        # Found once the routers are included (app.main.create_app), which refuses to build without any.
+        uploads: list[UploadRoute] = self.fastapi_app.state.upload_routes
+        return any(method in u.methods and u.regex.match(path) for u in uploads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
