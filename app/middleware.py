@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.auth import is_loopback
 from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
@@ -77,6 +78,13 @@ class RequestGuard:
         method = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         settings = self.fastapi_app.state.settings
+        if not settings.auth.enabled:
+            refusal = _foreign_host(headers.get("host"), settings.auth.open_hosts)
+            if refusal is not None:
+                await _envelope(421, "MisdirectedRequest", refusal, [ItemError(None, "Host", refusal)])(
+                    scope, receive, send
+                )
+                return
         if method in UNSAFE:
             refusal = _cross_origin(headers, scope, settings.allowed_origins)
             if refusal is not None:
@@ -162,6 +170,28 @@ def _replay(raw: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _foreign_host(host: str | None, allowed: list[str]) -> str | None:
+    """Why the open demo (authentication off) must not answer a request for this Host, or None.
+
+    A page of any site can have its name resolve to 127.0.0.1 and then call the demo from the browser as
+    its own origin (DNS rebinding): the Origin checks pass, only the Host header still names that site."""
+    if not host:
+        return "a request without a Host header is refused while authentication is off"
+    value = host.strip().lower()
+    if value.startswith("["):
+        name = value[1 : value.find("]")] if "]" in value else value
+    else:
+        name, _, port = value.rpartition(":")
+        if not name or not port.isdigit():
+            name = value
+    if is_loopback(name) or value in {a.lower() for a in allowed} or name in {a.lower() for a in allowed}:
+        return None
+    return (
+        f"Host {host!r} is not a loopback name: with authentication off only localhost, 127.0.0.1 and [::1] "
+        "are answered (setting RAGMETA_AUTH__OPEN_HOSTS allows others)"
+    )
 
 
 def _origin_of(url: str) -> str | None:
