@@ -39,6 +39,7 @@ from app.routers import (
     tasks,
     web,
 )
+from app.security import SecurityHeaders
 from app.settings import Settings, get_settings
 from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
@@ -157,6 +158,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth = AuthState(settings)
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
+    # Outermost: the guard's own refusals carry the headers too.
+    app.add_middleware(SecurityHeaders)
     docs.install(app)
     # Who may call what: these routers read with the reader roles (admin, editor, viewer) and write with the
     # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route
