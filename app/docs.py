@@ -21,7 +21,7 @@ STATIC_URL = "/static/docs"
 CSP = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
-    "frame-ancestors 'self'"
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 
 

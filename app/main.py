@@ -17,7 +17,7 @@ from app import docs
 from app.auth import AuthState, access
 from app.deps import DbSlots
 from app.errors import ErrorEnvelope, install_error_handlers
-from app.middleware import UNSAFE, RequestGuard
+from app.middleware import UNSAFE, RequestGuard, upload_routes
 from app.routers import (
     accounts,
     comparisons,
@@ -39,6 +39,7 @@ from app.routers import (
     tasks,
     web,
 )
+from app.security import SecurityHeaders
 from app.settings import Settings, get_settings
 from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
@@ -165,6 +166,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth = AuthState(settings)
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
+    # Outermost: the guard's own refusals carry the headers too.
+    app.add_middleware(SecurityHeaders)
     docs.install(app)
     # Who may call what: these routers read with the reader roles (admin, editor, viewer) and write with the
     # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route
@@ -189,6 +192,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
     web.mount_static(app)
+    app.state.upload_routes = upload_routes(app)
+    if not app.state.upload_routes:
+        # Without them every batch upload would meet the plain-body limit (1 MiB) instead of its own.
+        raise RuntimeError("no batch upload route found in the app's routes (app.middleware.upload_routes)")
 
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:

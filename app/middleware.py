@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import anyio
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.auth import is_loopback
+from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
 
@@ -32,14 +35,22 @@ UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _THREAD_PARSE_BYTES = 64 * 1024
 
 
-def upload_routes(app: FastAPI) -> list[tuple[re.Pattern[str], frozenset[str]]]:
-    """Routes that read a batch upload themselves (declared with ``app.uploads.batch_body``)."""
+class UploadRoute(NamedTuple):
+    path: str
+    regex: re.Pattern[str]
+    methods: frozenset[str]
+
+
+def upload_routes(app: FastAPI) -> list[UploadRoute]:
+    """Routes that read a batch upload themselves (declared by ``app.uploads.declares_upload``).
+
+    Included routers are branches of the route tree, not flattened into ``app.routes``: they are walked
+    the way FastAPI's own OpenAPI generation walks them, so every route the schema shows is seen here."""
     found = []
-    for route in app.routes:
-        extra = getattr(route, "openapi_extra", None) or {}
-        content = extra.get("requestBody", {}).get("content", {})
-        if "multipart/form-data" in content:
-            found.append((route.path_regex, frozenset(route.methods or ())))  # type: ignore[attr-defined]
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and declares_upload(route.openapi_extra):
+            found.append(UploadRoute(str(context.path), context.path_regex, frozenset(context.methods or ())))
     return found
 
 
@@ -54,12 +65,11 @@ class RequestGuard:
     def __init__(self, app: ASGIApp, fastapi_app: FastAPI) -> None:
         self.app = app
         self.fastapi_app = fastapi_app
-        self._uploads: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
 
     def _is_upload(self, method: str, path: str) -> bool:
-        if self._uploads is None:
-            self._uploads = upload_routes(self.fastapi_app)
-        return any(method in methods and rx.match(path) for rx, methods in self._uploads)
+        # Found once the routers are included (app.main.create_app), which refuses to build without any.
+        uploads: list[UploadRoute] = self.fastapi_app.state.upload_routes
+        return any(method in u.methods and u.regex.match(path) for u in uploads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,6 +78,13 @@ class RequestGuard:
         method = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         settings = self.fastapi_app.state.settings
+        if not settings.auth.enabled:
+            refusal = _foreign_host(headers.get("host"), settings.auth.open_hosts)
+            if refusal is not None:
+                await _envelope(421, "MisdirectedRequest", refusal, [ItemError(None, "Host", refusal)])(
+                    scope, receive, send
+                )
+                return
         if method in UNSAFE:
             refusal = _cross_origin(headers, scope, settings.allowed_origins)
             if refusal is not None:
@@ -153,6 +170,28 @@ def _replay(raw: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+def _foreign_host(host: str | None, allowed: list[str]) -> str | None:
+    """Why the open demo (authentication off) must not answer a request for this Host, or None.
+
+    A page of any site can have its name resolve to 127.0.0.1 and then call the demo from the browser as
+    its own origin (DNS rebinding): the Origin checks pass, only the Host header still names that site."""
+    if not host:
+        return "a request without a Host header is refused while authentication is off"
+    value = host.strip().lower()
+    if value.startswith("["):
+        name = value[1 : value.find("]")] if "]" in value else value
+    else:
+        name, _, port = value.rpartition(":")
+        if not name or not port.isdigit():
+            name = value
+    if is_loopback(name) or value in {a.lower() for a in allowed} or name in {a.lower() for a in allowed}:
+        return None
+    return (
+        f"Host {host!r} is not a loopback name: with authentication off only localhost, 127.0.0.1 and [::1] "
+        "are answered (setting RAGMETA_AUTH__OPEN_HOSTS allows others)"
+    )
 
 
 def _origin_of(url: str) -> str | None:

@@ -79,6 +79,19 @@ async def read_upload(
     return Upload(raw, fmt, field)
 
 
+def declares_upload(openapi_extra: dict[str, Any] | None) -> bool:
+    """Whether a route's OpenAPI extra (``batch_body``, ``upload_body``) says that it reads a batch upload
+    itself: the request guard then streams its body under the upload limit, not the plain-body one."""
+    content = (openapi_extra or {}).get("requestBody", {}).get("content", {})
+    return "multipart/form-data" in content
+
+
+def upload_body() -> dict[str, Any]:
+    """OpenAPI extra of an endpoint whose multipart form (declared by its ``File`` parameters) is a batch
+    upload: FastAPI merges it into the schema it derives; the request guard sees the route as an upload."""
+    return {"requestBody": {"content": {"multipart/form-data": {}}}}
+
+
 def batch_body(item_schema: dict[str, Any], csv: bool = False) -> dict[str, Any]:
     """OpenAPI requestBody for endpoints that take a JSON list, JSONL, (CSV) or a multipart file."""
     content: dict[str, Any] = {

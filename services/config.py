@@ -133,6 +133,10 @@ class RatingSettings(BaseModel):
 class AuthSettings(BaseModel):
     # Off only for the embedded demo on loopback (`make run`); the service refuses to serve open elsewhere.
     enabled: bool = True
+    # With authentication off, requests are answered only when their Host header is a loopback name or
+    # address, so that a web page whose name is made to resolve to 127.0.0.1 (DNS rebinding) cannot use the
+    # open demo; these host names ("name" or "name:port") are allowed too.
+    open_hosts: list[str] = []
     # Signing key of browser session cookies, read from the variable named here; when it is unset, a random
     # key is created once in the data directory (file mode 0600).
     secret_key_env: str = "RAGMETA_SECRET_KEY"

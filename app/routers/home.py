@@ -28,7 +28,7 @@ def home(session: SessionDep, identity: IdentityDep) -> Response:
         runs = RunRepository(session).all(ds.id)
         links = (
             " · ".join(f"<a href='/runs/{r.id}/report.html'>{escape(r.name)}</a>" for r in runs)
-            or "<span style='color:#777'>no runs yet</span>"
+            or "<span class='muted'>no runs yet</span>"
         )
         pooled = ""
         if len(runs) > 1:
@@ -43,9 +43,7 @@ def home(session: SessionDep, identity: IdentityDep) -> Response:
         else "<p>No dataset yet: import one (see the API docs).</p>"
     )
     page = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ragmeta</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:820px;margin:2rem auto;line-height:1.5;
-padding:0 1rem}}
-</style></head><body>
+<link rel="stylesheet" href="/static/ragmeta.css"></head><body><main>
 <h1>ragmeta</h1>
 <p>Which automatic RAG metrics can you trust on your data? ragmeta scores every output of your RAG system with
 Ragas, DeepEval, RAGChecker, Opik and classical metrics, and reports how each one correlates with your human
@@ -57,5 +55,5 @@ OpenAPI: <a href="/openapi.json">/openapi.json</a>)</li>
 <li><a href="/metrics">Metric catalogue</a> with availability</li>
 <li><a href="/healthz">Health</a></li>
 <li><a href="/tasks.html">Rating tasks</a> (dashboards) · <a href="/rate">my rating queue</a></li></ul>
-</body></html>"""
+</main></body></html>"""
     return HTMLResponse(page)

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from app.deps import CommittingRoute, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
+from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
 from services.reports.cache import ReportCache
@@ -203,7 +204,7 @@ MEDIA = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
 async def _figure(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
     report = await _build(request, run_ids, params)
     body = await _compute(request, render.figure_bytes, report, fmt)
-    return Response(body, media_type=MEDIA[fmt])
+    return with_inline_styles(Response(body, media_type=MEDIA[fmt]))
 
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
@@ -214,7 +215,7 @@ async def _page(request: Request, run_ids: list[int], params: ReportParams) -> H
     key = ("sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
     compute = partial(_compute, request, render.sections, report, run_ids)
     extra: str = await _cached(request, request.app.state.section_cache, key, compute)
-    return HTMLResponse(await _compute(request, render.page, report, run_ids, extra))
+    return with_inline_styles(HTMLResponse(await _compute(request, render.page, report, run_ids, extra)))
 
 
 _SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}
@@ -283,7 +284,9 @@ async def metric_items(run_id: RunId, metric: MetricPath, request: Request, para
 async def metric_items_html(
     run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep
 ) -> HTMLResponse:
-    return HTMLResponse(await _compute(request, render.items_page, [run_id], metric, params.kwargs))
+    return with_inline_styles(
+        HTMLResponse(await _compute(request, render.items_page, [run_id], metric, params.kwargs))
+    )
 
 
 @router.get("/report/metrics/{metric}/items", response_model=MetricItems, responses=responses(404, 422))
@@ -297,4 +300,6 @@ async def pooled_metric_items(
 async def pooled_metric_items_html(
     metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
 ) -> HTMLResponse:
-    return HTMLResponse(await _compute(request, render.items_page, _run_ids(runs), metric, params.kwargs))
+    return with_inline_styles(
+        HTMLResponse(await _compute(request, render.items_page, _run_ids(runs), metric, params.kwargs))
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, File, Form, Request, UploadFile
@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from app.deps import CommittingRoute, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import too_large
+from app.uploads import too_large, upload_body
 from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
 from services.studies import service
@@ -24,8 +24,6 @@ from services.validation import loc_to_field
 router = APIRouter(tags=["studies"], route_class=CommittingRoute)
 # A plan made against a snapshot that another import changed before this one could write is made again.
 ATTEMPTS = 3
-# Declares the route an upload for the request guard (the larger body limit, streamed) and in OpenAPI.
-UPLOAD: dict[str, Any] = {"requestBody": {"content": {"multipart/form-data": {}}}}
 
 
 def _json_object(value: str | None, field: str) -> Any:
@@ -53,7 +51,7 @@ async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | No
     status_code=201,
     response_model=StudyImportRead,
     responses=responses(400, 404, 409, 413, 415, 422),
-    openapi_extra=UPLOAD,
+    openapi_extra=upload_body(),
 )
 async def import_study(
     request: Request,

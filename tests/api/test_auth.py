@@ -302,7 +302,9 @@ def test_open_mode_answers_on_loopback_only(settings: Settings, engine: Engine) 
         }
         assert local.post("/datasets", json={"name": "x"}).status_code == 201
     with TestClient(app, base_url="http://192.0.2.10:8000") as remote:
-        body = assert_envelope(remote.get("/datasets"), 503, "Unavailable")
+        assert_envelope(remote.get("/datasets"), 421, "MisdirectedRequest")
+        # Even addressed to a loopback name, a request that did not arrive on a loopback address.
+        body = assert_envelope(remote.get("/datasets", headers={"Host": "localhost"}), 503, "Unavailable")
         assert "RAGMETA_AUTH__ENABLED" in body["detail"]
 
 
