@@ -3,7 +3,8 @@
 - ``RequestGuard`` refuses cross-origin writes and bodies over their size limit, and checks plain JSON bodies
   (depth, NaN/Infinity, UTF-8) so that no endpoint can be reached with input that would only fail deep inside
   (a RecursionError, a NaN stored and then unreadable). Batch uploads stream through with the larger upload
-  limit; their rows are checked by ``services.ingest`` in a worker thread.
+  limit; their rows are checked by ``services.ingest`` in a worker thread. Text holding NUL is refused in
+  the path, the query string, and JSON and form bodies (``services.nul``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from fastapi import FastAPI
@@ -23,6 +24,7 @@ from app.auth import is_loopback
 from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
+from services.nul import NUL, REASON, check_pairs, nul_refusal
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -76,6 +78,11 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         method = scope["method"]
+        try:
+            _check_nul_in_url(scope)
+        except ServiceError as exc:
+            await _envelope(exc.status, exc.code, exc.detail, exc.items)(scope, receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         settings = self.fastapi_app.state.settings
         if not settings.auth.enabled:
@@ -127,7 +134,24 @@ class RequestGuard:
             except ServiceError as exc:
                 await _envelope(exc.status, exc.code, exc.detail, exc.items)(scope, receive, send)
                 return
+        elif ctype == "application/x-www-form-urlencoded" and b"%00" in raw:
+            pairs = parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True)
+            try:
+                check_pairs(pairs, "", "the form")
+            except ServiceError as exc:
+                await _envelope(exc.status, exc.code, exc.detail, exc.items)(scope, receive, send)
+                return
         await self.app(scope, _replay(raw, receive), send)
+
+
+def _check_nul_in_url(scope: Scope) -> None:
+    """NUL in the path or the query string (percent-encoded: a raw one is refused by the HTTP server)."""
+    if NUL in scope["path"]:
+        raise nul_refusal([ItemError(None, "path", REASON)], "the path")
+    query: bytes = scope.get("query_string", b"")
+    if b"%00" in query:
+        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+        check_pairs(pairs, "query.", "the query string")
 
 
 def _too_large(limit: int, upload: bool) -> JSONResponse:

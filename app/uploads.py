@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from services.errors import ItemError, MalformedInput, PayloadTooLarge
 from services.ingest import Format, Row, guess_format, parse_rows
+from services.nul import check_pairs
 
 
 def too_large(limit: int, field: str = "body") -> PayloadTooLarge:
@@ -54,6 +55,7 @@ async def read_upload(
                     "multipart upload needs a file field named 'file'", [ItemError(None, "file", "missing")]
                 )
             raw = await upload.read(limit + 1)
+            check_form_text(form)
         if len(raw) > limit:
             raise too_large(limit)
         fmt = guess_format(upload.content_type, upload.filename)
@@ -90,6 +92,16 @@ def upload_body() -> dict[str, Any]:
     """OpenAPI extra of an endpoint whose multipart form (declared by its ``File`` parameters) is a batch
     upload: FastAPI merges it into the schema it derives; the request guard sees the route as an upload."""
     return {"requestBody": {"content": {"multipart/form-data": {}}}}
+
+
+def check_form_text(form: FormData) -> None:
+    """Refuse a multipart form whose text fields or file names hold NUL, naming the field (file contents are
+    checked where they are parsed)."""
+    pairs = [
+        (name, value.filename or "" if isinstance(value, UploadFile) else value)
+        for name, value in form.multi_items()
+    ]
+    check_pairs(pairs, "", "the form")
 
 
 def batch_body(item_schema: dict[str, Any], csv: bool = False) -> dict[str, Any]:

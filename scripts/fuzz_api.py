@@ -1,4 +1,5 @@
-"""Property-based API testing with schemathesis against the served app (loopback, a fresh SQLite store).
+"""Property-based API testing with schemathesis against the served app (loopback, a fresh store: SQLite by
+default, or the PostgreSQL database given with --database-url or RAGMETA_TEST_DATABASE_URL, emptied first).
 
 Issues an admin API key the way a deployment gets its first one (`ragmeta keys create --local`), starts
 `uvicorn app.main:app` on a free port with a temporary database and authentication on, seeds a small study
@@ -8,7 +9,7 @@ stateful), each request carrying the key as `Authorization: Bearer`.
 Exits with schemathesis' own status: 0 only when no server error and no response that breaks its schema
 was found (the one check left out is named below with its reason).
 
-    python scripts/fuzz_api.py [--max-examples 30] [--max-time 600] [--seed 1]
+    python scripts/fuzz_api.py [--max-examples 30] [--max-time 600] [--seed 1] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
+from sqlalchemy import make_url
 
 ROOT = Path(__file__).resolve().parent.parent
 MINI = ROOT / "tests" / "fixtures" / "mini"
@@ -88,6 +90,34 @@ def seed(base: str, headers: dict[str, str]) -> None:
         c.post(f"/runs/{run}/ratings", json=ratings).raise_for_status()
 
 
+def fresh_store(url: str) -> None:
+    """Empty the database at ``url`` (every table and the queue's schema objects) so that the run starts
+    from the documented first steps, as it does on a new SQLite file; the CLI then migrates it."""
+    import importlib.util
+
+    from sqlalchemy import text
+
+    sys.path.insert(0, str(ROOT))
+    from services.db import make_engine
+    from services.models import Base
+
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            Base.metadata.drop_all(conn)
+            conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+            if conn.dialect.name == "postgresql":
+                # The task queue's tables, types and functions, as its migration drops them.
+                path = ROOT / "alembic" / "versions" / "0005_procrastinate_queue.py"
+                spec = importlib.util.spec_from_file_location("queue_revision", path)
+                assert spec is not None and spec.loader is not None
+                revision = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(revision)
+                conn.connection.driver_connection.execute(revision.DROP)  # type: ignore[union-attr]
+    finally:
+        engine.dispose()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-examples", type=int, default=30)
@@ -95,12 +125,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report-dir", default=None)
     ap.add_argument("--ci", action="store_true", help="gate on server errors and response conformance only")
+    ap.add_argument(
+        "--database-url",
+        default=os.environ.get("RAGMETA_TEST_DATABASE_URL") or None,
+        help="a database to fuzz against, emptied first (default: RAGMETA_TEST_DATABASE_URL, else a new "
+        "SQLite file)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ragmeta-fuzz-"))
     port = free_port()
+    url = args.database_url or f"sqlite:///{tmp / 'fuzz.db'}"
+    if args.database_url:
+        fresh_store(url)
+    print(f"fuzzing against {make_url(url).render_as_string(hide_password=True)}", flush=True)
     env = {
         **os.environ,
-        "RAGMETA_DATABASE_URL": f"sqlite:///{tmp / 'fuzz.db'}",
+        "RAGMETA_DATABASE_URL": url,
         "RAGMETA_DATA_DIR": str(tmp),
         "RAGMETA_AUTO_MIGRATE": "true",
         "RAGMETA_REPORT_PROCESSES": "1",

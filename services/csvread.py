@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.errors import ItemError, MalformedInput
+from services.nul import NUL, REASON, nul_refusal
 
 DELIMITERS = (",", ";", "\t")
 _NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}
@@ -167,7 +168,21 @@ def read_csv(raw: bytes, field_name: str = "file") -> CsvTable:
         raise MalformedInput(
             f"{field_name} is not valid CSV", [ItemError(None, field_name, str(exc), line=reader.line_num)]
         ) from exc
+    if NUL in text:
+        _refuse_nul(header, records, field_name)
     return CsvTable(header, records, encoding, delimiter, notes)
+
+
+def _refuse_nul(header: list[str], records: list[tuple[int, dict[str, str]]], field_name: str) -> None:
+    errors = [ItemError(None, field_name, f"a column name {REASON}") for h in header if NUL in h]
+    errors += [
+        ItemError(index, column, REASON, line=line)
+        for index, (line, record) in enumerate(records)
+        for column, cell in record.items()
+        if NUL in cell and NUL not in column
+    ]
+    if errors:
+        raise nul_refusal(errors, field_name)
 
 
 def number_cell(value: Any) -> Any:

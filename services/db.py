@@ -16,6 +16,7 @@ transaction on a deadlock, a serialization failure or a unique-key race with a c
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,9 @@ from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
+
+from services.errors import ItemError
+from services.nul import NUL, REASON, nul_refusal
 
 log = logging.getLogger("ragmeta")
 T = TypeVar("T")
@@ -71,8 +75,40 @@ def make_engine(url: str, wait_s: float = 30.0) -> Engine:
             if conn.get_execution_options().get("ragmeta_write", False):
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_timeout=wait_s)
+        return _refusing_nul(engine)
+    return _refusing_nul(create_engine(url, pool_pre_ping=True, pool_timeout=wait_s))
+
+
+_SUFFIX = re.compile(r"(_+\d+)+$")
+ROW = (dict, list, tuple)
+
+
+def _refusing_nul(engine: Engine) -> Engine:
+    """``engine``, refusing any statement whose text parameters hold NUL, on both databases alike (see
+    services.nul): the last guard, for text decoded past the checks at input. The field is named by the
+    column the parameter binds, as far as the statement says."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _no_nul(
+        _conn: Connection, _cursor: Any, _sql: str, parameters: Any, context: Any, executemany: bool
+    ) -> None:
+        # One row (a dict or a sequence), or several; a batch of "insertmanyvalues" is one flat sequence.
+        several = isinstance(parameters, list | tuple) and parameters and isinstance(parameters[0], ROW)
+        for row in parameters if several else (parameters,):
+            pairs = row.items() if isinstance(row, dict) else enumerate(row if isinstance(row, ROW) else ())
+            for key, value in pairs:
+                if isinstance(value, str) and NUL in value:
+                    raise nul_refusal([ItemError(None, _param_name(context, key), REASON)], "the input")
+
+    return engine
+
+
+def _param_name(context: Any, key: Any) -> str:
+    if isinstance(key, int):
+        # A batch repeats the one-row statement's parameters, row after row.
+        names = getattr(getattr(context, "compiled", None), "positiontup", None) or ()
+        key = names[key % len(names)] if names else "(text)"
+    return _SUFFIX.sub("", str(key))
 
 
 def pool_capacity(engine: Engine) -> int:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from services.csvread import read_csv
 from services.errors import ItemError, MalformedInput, UnsupportedMediaType
+from services.nul import REASON, check_body, may_hold_nul, nul_fields, nul_refusal
 
 Format = Literal["json", "jsonl", "csv"]
 
@@ -103,8 +104,12 @@ def load_json(text: str, field: str = "body", max_depth: int = MAX_JSON_DEPTH) -
 
 
 def check_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """Refuse a JSON request body that is not UTF-8, not JSON, too deep, or holds NaN/Infinity."""
-    load_json(decode_utf8(raw), "body", max_depth)
+    """Refuse a JSON request body that is not UTF-8, not JSON, too deep, or holds NaN/Infinity (400), or
+    whose text holds NUL (422, naming where)."""
+    text = decode_utf8(raw)
+    data = load_json(text, "body", max_depth)
+    if may_hold_nul(text):
+        check_body(data)
 
 
 def guess_format(content_type: str | None, filename: str | None) -> Format:
@@ -152,7 +157,10 @@ def parse_rows(
         return _parse_csv(raw, field)
     text = decode_utf8(raw, field)
     if fmt == "jsonl":
-        return _parse_jsonl(text, field)
+        rows = _parse_jsonl(text, field)
+        if may_hold_nul(text):
+            _refuse_nul(rows, field)
+        return rows
     data = load_json(text, field)
     if isinstance(data, dict):
         data = next((data[k] for k in list_keys if isinstance(data.get(k), list)), data)
@@ -165,7 +173,20 @@ def parse_rows(
         raise MalformedInput(
             f"{field} is an empty list: nothing to import", [ItemError(None, field, "no items")]
         )
-    return [Row(index=i, line=None, data=item) for i, item in enumerate(data)]
+    rows = [Row(index=i, line=None, data=item) for i, item in enumerate(data)]
+    if may_hold_nul(text):
+        _refuse_nul(rows, field)
+    return rows
+
+
+def _refuse_nul(rows: list[Row], field: str) -> None:
+    errors = [
+        ItemError(row.index, place or "(row)", REASON, line=row.line)
+        for row in rows
+        for place in nul_fields(row.data)
+    ]
+    if errors:
+        raise nul_refusal(errors, field)
 
 
 def _parse_jsonl(text: str, field: str) -> list[Row]:

@@ -6,11 +6,14 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-# The largest id the store holds (a signed 64-bit integer on both databases), and the bound of every other
-# integer a request may carry (offsets, positions, versions, rubric levels, counts): nothing larger is
-# meaningful, and a larger one would reach the database as an out-of-range parameter.
-MAX_ID = 2**63 - 1
+# The largest value of an INTEGER column: 32-bit signed on PostgreSQL (SQLite's holds 64 bits, but a study
+# must fit both), the type of every id column (services.models) and of the offsets, positions, versions and
+# scores stored beside them. It bounds every integer a request carries, ids included: a larger one would reach
+# PostgreSQL as an out-of-range parameter (a 500), where SQLite would have looked it up. Two billion rows per
+# table is beyond what a study holds, so the ids are bounded rather than the columns widened to BIGINT (a
+# rewrite of every table and foreign key of a deployed store for ids no one reaches).
 MAX_INT = 2**31 - 1
+MAX_ID = MAX_INT
 
 
 def _not_a_boolean(value: Any) -> Any:

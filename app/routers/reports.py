@@ -84,7 +84,7 @@ def _run_ids(runs: str) -> list[int]:
     too_large = [i for i in ids if not 1 <= i <= MAX_ID]
     if too_large:
         raise InvalidItems(
-            "run ids are positive 64-bit integers",
+            f"run ids are whole numbers from 1 to {MAX_ID}",
             [ItemError(None, "runs", f"{too_large[0]} is out of range")],
         )
     return list(dict.fromkeys(ids))

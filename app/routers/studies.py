@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from app.deps import CommittingRoute, SettingsDep, run_in_session
 from app.errors import responses
-from app.uploads import too_large, upload_body
+from app.uploads import check_form_text, too_large, upload_body
 from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
 from services.studies import service
@@ -124,6 +124,8 @@ async def import_study(
     documents are used, or documents are derived from the contexts (said in `notes`).
     """
     limit = settings.max_upload_bytes
+    # The form is parsed already (FastAPI read the fields above from it): this reads no body.
+    check_form_text(await request.form())
     mapping = _json_object(columns, "columns")
     rating_mapping = _json_object(ratings_columns, "ratings_columns")
     try:
