@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, File, Form, Request, UploadFile
