@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,23 +23,23 @@ from services.db import (
 from services.models import Base
 
 
-def _fresh_url(tmp_path: Path) -> str:
+def _fresh_url(database_url: str, tmp_path: Path) -> str:
     """An empty database of the backend under test (a separate schema-free database, named after the test
     database so that test runs on other databases of the same server do not drop it under each other)."""
-    pg = os.environ.get("RAGMETA_TEST_DATABASE_URL")
-    if pg and pg.startswith("postgresql"):
+    pg = database_url
+    if pg.startswith("postgresql"):
         admin = make_engine(pg).execution_options(isolation_level="AUTOCOMMIT")
         name = f"{make_url(pg).database}_migration_test"
         with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             conn.execute(text(f"CREATE DATABASE {name}"))
         admin.dispose()
         return pg.rsplit("/", 1)[0] + f"/{name}"
     return f"sqlite:///{tmp_path / 'mig.db'}"
 
 
-def test_upgrade_from_empty_then_downgrade_to_nothing(tmp_path: Path) -> None:
-    url = _fresh_url(tmp_path)
+def test_upgrade_from_empty_then_downgrade_to_nothing(database_url: str, tmp_path: Path) -> None:
+    url = _fresh_url(database_url, tmp_path)
     engine = make_engine(url)
     assert current_revision(engine) is None
     upgrade(url)
@@ -68,15 +67,15 @@ def test_models_match_migrations(database_url: str) -> None:
     assert diff == []
 
 
-def test_app_refuses_unmigrated_database(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'empty.db'}"
+def test_app_refuses_unmigrated_database(database_url: str, tmp_path: Path) -> None:
+    url = _fresh_url(database_url, tmp_path)
     app = create_app(Settings(database_url=url, jobs={"embedded_worker": False}))  # type: ignore[arg-type]
     with pytest.raises(MigrationRequired, match="make migrate"), TestClient(app):
         pass
 
 
-def test_app_migrates_when_told(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'auto.db'}"
+def test_app_migrates_when_told(database_url: str, tmp_path: Path) -> None:
+    url = _fresh_url(database_url, tmp_path)
     settings = Settings(database_url=url, auto_migrate=True, jobs={"embedded_worker": False})  # type: ignore[arg-type]
     with TestClient(create_app(settings)) as client:
         health = client.get("/healthz").json()
@@ -84,10 +83,10 @@ def test_app_migrates_when_told(tmp_path: Path) -> None:
     assert health["database"]["revision"] == head_revision()
 
 
-def test_preference_versions_are_filled_in_only_where_certain(tmp_path: Path) -> None:
+def test_preference_versions_are_filled_in_only_where_certain(database_url: str, tmp_path: Path) -> None:
     """0007 records the output versions of side-by-side preferences given before it: where the output never
     changed, or changed before the preference was given; otherwise null (the report leaves it out)."""
-    url = _fresh_url(tmp_path)
+    url = _fresh_url(database_url, tmp_path)
     upgrade(url, "0006")
     engine = make_engine(url)
     t = Base.metadata.tables
@@ -175,10 +174,10 @@ def test_preference_versions_are_filled_in_only_where_certain(tmp_path: Path) ->
     assert [tuple(r) for r in rows] == [(1, 1, 1), (2, 1, 2), (3, 1, None)]
 
 
-def test_sessions_record_their_key_and_older_ones_end(tmp_path: Path) -> None:
+def test_sessions_record_their_key_and_older_ones_end(database_url: str, tmp_path: Path) -> None:
     """0008 ties each browser session to the key it was signed in with. Sessions stored before it cannot say
     which key that was (it may be revoked since), so they end; the ones opened after it go with their key."""
-    url = _fresh_url(tmp_path)
+    url = _fresh_url(database_url, tmp_path)
     upgrade(url, "0007")
     engine = make_engine(url)
     now = datetime(2026, 12, 1, 8, tzinfo=UTC)
