@@ -317,7 +317,7 @@ def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
-    body: dict[str, Any] = {"k": args.k, "recompute": args.recompute}
+    body: dict[str, Any] = {"k": args.k, "recompute": args.recompute, "word_rule": args.word_rule}
     if args.metrics:
         body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
     _start(c, args, _check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
@@ -494,6 +494,12 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", help="comma-separated metric names (default: every metric available here)")
     p.add_argument("--k", type=int, default=5, help="top k retrieved chunks the metrics read (default 5)")
     p.add_argument("--recompute", action="store_true", help="compute again scores already stored")
+    p.add_argument(
+        "--word-rule",
+        choices=["joined", "w_runs"],
+        default="joined",
+        help="words of ref.word_recall/word_precision: joined across ' and - (default) or every \\w+ run",
+    )
     no_wait(p)
     add_keys_command(add("keys", cmd_keys, "API keys and accounts (admins): create, list, revoke"))
     p = add("jobs", cmd_jobs, "list recent jobs with their progress")
