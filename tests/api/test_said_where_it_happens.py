@@ -1,0 +1,85 @@
+"""What a team would otherwise find out too late, said where it happens: a rating task that cannot yield a
+report, a signed-out browser sent to the login form, the favicon, question names on pages."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from services.labels import question_label
+from tests.api.team import make_team
+
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+
+def test_a_task_with_fewer_raters_per_output_than_a_report_needs_is_warned(client: TestClient) -> None:
+    team = make_team(client)
+    one = client.post(
+        "/tasks", json={"name": "k1", "run_id": team.run, "raters": ["alice", "bob"], "per_output": 1}
+    )
+    assert one.status_code == 201, one.text
+    (warning,) = one.json()["warnings"]
+    assert "per_output=1" in warning and "ratings.min_raters" in warning and "at least 2 raters" in warning
+    # one rater listed, everyone rating everything: the same, naming the raters
+    alone = client.post("/tasks", json={"name": "solo", "run_id": team.run, "raters": ["alice"]}).json()
+    assert "1 rater(s) listed in raters" in alone["warnings"][0]
+    # the dashboard and the task itself say it again
+    task_id = one.json()["id"]
+    assert client.get(f"/tasks/{task_id}/dashboard").json()["task"]["warnings"] == [warning]
+    assert client.get(f"/tasks/{task_id}").json()["warnings"] == [warning]
+    # a design that yields a report has no warning (the team's task: two raters rate everything)
+    assert client.get(f"/tasks/{team.task}").json()["warnings"] == []
+    two = client.post(
+        "/tasks",
+        json={"name": "k2", "run_id": team.run, "raters": ["alice", "bob", "carol"], "per_output": 2},
+    )
+    assert two.json()["warnings"] == []
+
+
+def test_a_signed_out_browser_opening_a_report_is_sent_to_the_login_form(client: TestClient) -> None:
+    team = make_team(client)
+    anonymous = TestClient(client.app)
+    for path in (
+        f"/runs/{team.run}/report.html?ci=bca",
+        f"/runs/{team.run}/report",
+        f"/report.html?runs={team.run}",
+        f"/runs/{team.run}/metrics/ref.word_recall@5/items.html",
+    ):
+        r = anonymous.get(path, headers={"Accept": BROWSER}, follow_redirects=False)
+        assert r.status_code == 303, (path, r.status_code)
+        assert r.headers["location"].startswith("/login?next=/"), r.headers["location"]
+    r = anonymous.get(f"/runs/{team.run}/report.html?ci=bca", headers={"Accept": BROWSER})
+    assert r.status_code == 200 and 'name="next"' in r.text and "report.html?ci=bca" in r.text
+    # API clients keep the 401 envelope: JSON asked for, any media type (fetch, curl, httpx), or a key
+    for accept in ("application/json", "*/*", "application/json, text/html;q=0.5"):
+        r = anonymous.get(f"/runs/{team.run}/report.html", headers={"Accept": accept}, follow_redirects=False)
+        assert r.status_code == 401 and r.json()["error"] == "Unauthorized", accept
+    r = anonymous.get(
+        f"/runs/{team.run}/report",
+        headers={"Accept": BROWSER, "Authorization": "Bearer not-a-key"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 401
+    r = anonymous.post(f"/runs/{team.run}/scoring-jobs", json={}, headers={"Accept": BROWSER})
+    assert r.status_code == 401
+
+
+def test_the_favicon_is_served_and_named_by_every_page(client: TestClient) -> None:
+    team = make_team(client)
+    for path in ("/favicon.ico", "/static/favicon.svg"):
+        r = TestClient(client.app).get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+        assert r.text.startswith("<svg")
+    icon = '<link rel="icon" href="/static/favicon.svg"'
+    assert icon in client.get("/").text
+    assert icon in TestClient(client.app).get("/login").text
+    assert icon.replace('"', "'") in client.get(f"/runs/{team.run}/report.html").text
+
+
+def test_question_labels_hide_ids_derived_from_the_text() -> None:
+    assert question_label("L01", "Peut-on copier ?") == "L01"
+    assert question_label("q-0123456789ab", "Peut-on copier le texte ?") == "Peut-on copier le texte ?"
+    long = "Une question " + "très " * 30 + "longue ?"
+    label = question_label("q-0123456789ab", long)
+    assert len(label) == 60 and label.endswith("…")
+    assert question_label("q-0123456789ab") == "q-0123456789ab"  # no text at hand: the id is all there is
+    assert question_label("q-notahexid12", "texte") == "q-notahexid12"
