@@ -68,7 +68,24 @@ def _shape(annotation: Any) -> set[str]:
         out.add("list")
     elif annotation in (int, float):
         out.add("number")
+    elif annotation is bool:
+        out.add("bool")
     return out
+
+
+_TRUE = {"true", "yes", "y", "1", "vrai", "oui"}
+_FALSE = {"false", "no", "n", "0", "faux", "non"}
+
+
+def bool_cell(value: Any) -> Any:
+    """A yes/no cell as a spreadsheet writes it (TRUE, false, yes, 0, oui, faux); other values unchanged."""
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+    return value
 
 
 def _wrong_kind(keys: set[str], model: type[BaseModel]) -> WrongKind | None:
@@ -111,9 +128,12 @@ def _csv_rows(rows: Batch, model: type[M]) -> list[Row]:
             ],
         )
     shapes = {name: _shape(info.annotation) for name, info in model.model_fields.items()}
+    optional = {name for name, info in model.model_fields.items() if not info.is_required()}
     out = []
     for row in rows:
         data = {rename.get(k, k): v for k, v in row.data.items()}
+        # An empty cell of an optional field is no value (its default), as in the spreadsheet it came from.
+        data = {k: v for k, v in data.items() if not (k in optional and isinstance(v, str) and not v.strip())}
         for key, value in data.items():
             shape = shapes.get(key, set())
             try:
@@ -121,6 +141,8 @@ def _csv_rows(rows: Batch, model: type[M]) -> list[Row]:
                     data[key] = list_cell(value)
                 elif "number" in shape:
                     data[key] = number_cell(value)
+                elif "bool" in shape:
+                    data[key] = bool_cell(value)
             except ValueError:
                 pass  # left as text: the model's own validation names the field and the reason
         out.append(Row(row.index, row.line, data))

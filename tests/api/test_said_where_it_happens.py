@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 
 from services.labels import question_label
 from tests.api.team import make_team
+from tests.integration.test_scoring import drain
 
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
@@ -83,3 +84,62 @@ def test_question_labels_hide_ids_derived_from_the_text() -> None:
     assert len(label) == 60 and label.endswith("…")
     assert question_label("q-0123456789ab") == "q-0123456789ab"  # no text at hand: the id is all there is
     assert question_label("q-notahexid12", "texte") == "q-notahexid12"
+
+
+def test_an_unanswerable_question_keeps_its_reference_answer_as_the_expected_refusal(
+    client: TestClient,
+) -> None:
+    ds = client.post("/datasets", json={"name": "lic", "language": "en"}).json()["id"]
+    docs = [{"external_id": "d", "text": "The licence is royalty-free."}]
+    assert client.post(f"/datasets/{ds}/documents", json=docs).status_code == 200
+    refusal = {
+        "external_id": "L09",
+        "question": "Who wrote the licence?",
+        "reference_answer": "The documents do not say.",
+        "answerable": False,
+    }
+    r = client.post(f"/datasets/{ds}/questions", json=[refusal])
+    assert r.status_code == 200, r.text
+    (got,) = client.get(f"/datasets/{ds}/questions").json()
+    assert (got["answerable"], got["reference_answer"]) == (False, "The documents do not say.")
+    # answer metrics compare an output with the expected refusal, not "no reference answer"
+    run = client.post(f"/datasets/{ds}/runs", json={"name": "r"}).json()["id"]
+    out = [{"question_id": "L09", "answer": "The documents do not say.", "retrieved": []}]
+    assert client.post(f"/runs/{run}/outputs", json=out).status_code == 200
+    job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.rouge_l"]}).json()
+    drain(client)
+    assert client.get(f"/jobs/{job['id']}").json()["failed"] == 0
+    (row,) = client.get(f"/runs/{run}/scores").json()["rows"]
+    assert row["classic.rouge_l"] == 1.0
+    # still no passage on an unanswerable question, the field named
+    bad = {**refusal, "external_id": "L10", "passages": [{"document_id": "d", "start": 0, "end": 3}]}
+    r = client.post(f"/datasets/{ds}/questions", json=[bad])
+    assert r.status_code == 422 and "carries no passages" in r.json()["items"][0]["reason"]
+
+
+QUESTIONS_CSV = (
+    "external_id,question,reference_answer,answerable,types\n"
+    'L01,May I copy it?,Yes: it is royalty-free.,true,"[""factual""]"\n'
+    "L09,Who wrote the licence?,The documents do not say.,false,\n"
+    "L10,Is it free?,,TRUE,\n"
+)
+
+
+def test_the_study_import_hint_for_a_questions_file_leads_to_a_route_that_reads_it(
+    client: TestClient,
+) -> None:
+    ds = client.post("/datasets", json={"name": "lic", "language": "en"}).json()["id"]
+    docs = [{"external_id": "d", "text": "The licence is royalty-free."}]
+    assert client.post(f"/datasets/{ds}/documents", json=docs).status_code == 200
+    files = {"file": ("questions.csv", QUESTIONS_CSV.encode(), "text/csv")}
+    hint = client.post("/studies/import", data={"dataset_id": str(ds)}, files=files)
+    assert hint.status_code == 422, hint.text
+    reason = hint.json()["items"][0]["reason"]
+    assert "this looks like a questions file" in reason and "POST /datasets/{id}/questions" in reason
+    # the route named takes the same file as it is
+    r = client.post(f"/datasets/{ds}/questions", files=files)
+    assert r.status_code == 200, r.text
+    got = {q["external_id"]: q for q in client.get(f"/datasets/{ds}/questions").json()}
+    assert got["L01"]["types"] == ["factual"] and got["L01"]["answerable"] is True
+    assert (got["L09"]["answerable"], got["L09"]["reference_answer"]) == (False, "The documents do not say.")
+    assert (got["L10"]["answerable"], got["L10"]["reference_answer"]) == (True, None)
