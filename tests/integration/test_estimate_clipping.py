@@ -34,6 +34,10 @@ def test_intervals_past_the_scale_are_clipped_with_a_note(client: TestClient) ->
             p = row["ppi"]
             assert 1.0 <= p["ci_low"] <= p["ci_high"] <= 5.0
             assert (p["ci_clipped"] is not None) == (p["ci_high"] == 5.0 or p["ci_low"] == 1.0)
+    # the terminal says it too (ragmeta estimate)
+    from app.cli import _estimate_text
+
+    assert f"note: {ro['ci_clipped']}" in _estimate_text(body)
     page = client.get(f"/runs/{run}/report.html").text
     assert f"[{ro['ci_low']:.2f}, 5.00]*" in page
     assert "id='estimate-clipped'>* interval clipped to the rubric&#x27;s scale [1, 5]" in page
