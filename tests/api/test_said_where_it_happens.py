@@ -143,3 +143,29 @@ def test_the_study_import_hint_for_a_questions_file_leads_to_a_route_that_reads_
     assert got["L01"]["types"] == ["factual"] and got["L01"]["answerable"] is True
     assert (got["L09"]["answerable"], got["L09"]["reference_answer"]) == (False, "The documents do not say.")
     assert (got["L10"]["answerable"], got["L10"]["reference_answer"]) == (True, None)
+
+
+def test_pages_show_the_question_text_for_an_id_derived_from_it(client: TestClient) -> None:
+    from tests.conftest import issue_key
+
+    derived, own = "q-0123456789ab", "L02"
+    ds = client.post("/datasets", json={"name": "lic", "language": "en"}).json()["id"]
+    assert client.post(f"/datasets/{ds}/documents", json=[{"external_id": "d", "text": "Free."}]).is_success
+    qs = [
+        {"external_id": derived, "question": "May I copy the licence text?", "reference_answer": "Yes."},
+        {"external_id": own, "question": "Is it free?", "reference_answer": "Yes."},
+    ]
+    assert client.post(f"/datasets/{ds}/questions", json=qs).status_code == 200
+    run = client.post(f"/datasets/{ds}/runs", json={"name": "r"}).json()["id"]
+    outs = [{"question_id": q["external_id"], "answer": "Yes.", "retrieved": []} for q in qs]
+    assert client.post(f"/runs/{run}/outputs", json=outs).status_code == 200
+    keys = {name: issue_key(client.app, name, "rater") for name in ("alice", "bob")}  # type: ignore[arg-type]
+    task = client.post("/tasks", json={"name": "t", "run_id": run, "raters": ["alice", "bob"]}).json()["id"]
+    alice = TestClient(client.app, headers={"Authorization": f"Bearer {keys['alice']}"})
+    for entry in alice.get(f"/tasks/{task}/queue").json()["entries"]:
+        r = alice.put(f"/tasks/{task}/queue/{entry['position']}", json={"action": "flag", "reason": "cut"})
+        assert r.status_code == 200, r.text
+    page = client.get(f"/tasks/{task}/dashboard.html").text
+    flagged = page.split("Flagged as unratable", 1)[1].split("</section>", 1)[0]
+    assert f'<b title="{derived}">May I copy the licence text?</b>' in flagged
+    assert f'<b title="{own}">{own}</b>' in flagged
