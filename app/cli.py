@@ -151,6 +151,8 @@ def _estimate_text(est: dict[str, Any]) -> str:
         )
     lines.append(est["narrowest_note"])
     lines += [f"warning ({w['scope']}): {w['message']}" for w in est["warnings"]]
+    clipped = [ro, *(r["ppi"] for r in est["metrics"] if r["ppi"] is not None)]
+    lines += [f"note: {c['ci_clipped']}" for c in clipped if c.get("ci_clipped")]
     return "\n".join(lines) + "\n"
 
 

@@ -323,7 +323,7 @@ def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
-    body: dict[str, Any] = {"k": args.k, "recompute": args.recompute}
+    body: dict[str, Any] = {"k": args.k, "recompute": args.recompute, "word_rule": args.word_rule}
     if args.metrics:
         body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
     _start(c, args, _check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
@@ -334,13 +334,15 @@ def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
     jobs = _check(c.get("/jobs", params=params))
     if not jobs:
         print("no jobs")
+    else:
+        print(f"{'id':>5}  {'kind':<9} {'status':<9} {'done/total':<11} {'failed':>6}  of")
     for j in jobs:
         what = ", ".join(
             f"{k} {v}" for k, v in (j.get("params") or {}).items() if k in ("run_id", "dataset_id")
         )
         print(
             f"{j['id']:>5}  {j['kind']:<9} {j['status']:<9} {j['done'] + j['failed']:>5}/{j['total']:<5}"
-            f" failed {j['failed']:<4} {what}"
+            f" {j['failed']:>6}  {what}"
         )
 
 
@@ -522,6 +524,12 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", help="comma-separated metric names (default: every metric available here)")
     p.add_argument("--k", type=int, default=5, help="top k retrieved chunks the metrics read (default 5)")
     p.add_argument("--recompute", action="store_true", help="compute again scores already stored")
+    p.add_argument(
+        "--word-rule",
+        choices=["joined", "w_runs"],
+        default="joined",
+        help="words of ref.word_recall/word_precision: joined across ' and - (default) or every \\w+ run",
+    )
     no_wait(p)
     add_keys_command(add("keys", cmd_keys, "API keys and accounts (admins): create, list, revoke"))
     p = add("jobs", cmd_jobs, "list recent jobs with their progress")
@@ -567,9 +575,15 @@ def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
         new = {"name": args.name, "role": args.role, "label": args.label}
         print_issued(_check(c.post("/keys", json=new)))
     elif args.keys_command == "list":
-        for k in _check(c.get("/keys")):
+        keys = _check(c.get("/keys"))
+        width = max([len("prefix")] + [len(k["prefix"]) for k in keys])
+        print(f"{'id':>4}  {'prefix':<{width}}  {'user':<20} {'role':<7} {'state':<6}  label")
+        for k in keys:
             state = f"revoked {k['revoked_at']}" if k["revoked_at"] else "active"
-            print(f"{k['id']:>4}  {k['prefix']}  {k['user']:<20} {k['role']:<7} {state}  {k['label'] or ''}")
+            print(
+                f"{k['id']:>4}  {k['prefix']:<{width}}  {k['user']:<20} {k['role']:<7} {state:<6}  "
+                f"{k['label'] or ''}"
+            )
     else:
         k = _check(c.delete(f"/keys/{args.id}"))
         print(f"key {k['id']} of {k['user']} revoked")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -88,9 +89,39 @@ def database_busy(exc: BaseException) -> str | None:
     return None
 
 
+def _quality(accept: str, media: str) -> float:
+    """The q of ``media`` named in an Accept header (0 when it is not named; ``*/*`` names nothing)."""
+    for part in accept.split(","):
+        kind, *params = (p.strip() for p in part.split(";"))
+        if kind.lower() == media:
+            for param in params:
+                name, _, value = param.partition("=")
+                if name.strip().lower() == "q":
+                    try:
+                        return float(value)
+                    except ValueError:
+                        return 0.0
+            return 1.0
+    return 0.0
+
+
+def browser_navigation(request: Request) -> bool:
+    """A signed-out browser opening a page: a GET with no Authorization header whose Accept prefers HTML to
+    JSON (a page load sends ``text/html,...``; fetch() and API clients send ``*/*`` or JSON)."""
+    if request.method not in ("GET", "HEAD") or "authorization" in request.headers:
+        return False
+    accept = request.headers.get("accept", "")
+    return _quality(accept, "text/html") > max(0.0, _quality(accept, "application/json"))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
-    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
+    async def _service_error(request: Request, exc: ServiceError) -> Response:
+        if isinstance(exc, Unauthorized) and browser_navigation(request):
+            # Pages of the web routes redirect themselves; this is every other page (reports, figures, item
+            # tables) opened in a browser: the login form, then back here.
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(target)}", status_code=303)
         response = _envelope(exc.status, exc.code, exc.detail, [i.as_dict() for i in exc.items])
         if isinstance(exc, Unauthorized):
             response.headers["WWW-Authenticate"] = "Bearer"

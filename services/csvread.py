@@ -195,8 +195,8 @@ def number_cell(value: Any) -> Any:
     return value
 
 
-_TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
-_FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
+_TRUE = frozenset({"true", "t", "yes", "y", "on", "1", "vrai", "oui"})
+_FALSE = frozenset({"false", "f", "no", "n", "off", "0", "faux", "non"})
 
 
 def bool_cell(value: Any) -> Any:

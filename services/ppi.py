@@ -291,17 +291,25 @@ def projected_width(
     var_f: float,
     cov: float,
     confidence: float,
+    var_f_rated: float | None = None,
 ) -> float:
     """Width of the tuned interval with n of ``total`` outputs rated, from the variances seen so far (lambda
     re-tuned for n: the fewer unrated outputs, the less the metric helps). The variance projected is the
     plug-in one, which the jackknife's exceeds only by terms of order 1/n (lambda's estimation), with the
-    interval's t(n - 1) quantile."""
+    interval's t(n - 1) quantile.
+
+    ``var_f_rated``: the metric's variance on the rated outputs, those ``cov`` was taken on. The residual
+    variance var(y - lambda f) is then that of the rated pairs, never negative; with the variance over all
+    outputs instead it can come out negative (a metric more spread among the unrated outputs), and the
+    projected width 0: a plan "already reached" beside a wide interval."""
     big_n = total - n
     df = max(n - 1, 1)
     if big_n <= 0:  # everything rated: the rated mean itself
         return 2 * _quantile(confidence, n - 1) * math.sqrt(var_y / n)
     lam = 0.0 if var_f <= 0 else cov / ((1 + n / big_n) * var_f)
-    var = lam * lam * var_f / big_n + (var_y - 2 * lam * cov + lam * lam * var_f) / n
+    var_pairs = var_f if var_f_rated is None else var_f_rated
+    residual = max(var_y - 2 * lam * cov + lam * lam * var_pairs, 0.0)
+    var = lam * lam * var_f / big_n + residual / n
     return 2 * _quantile(confidence, df) * math.sqrt(max(var, 0.0))
 
 
@@ -312,10 +320,17 @@ def plan_width(
     target_width: float,
     *,
     confidence: float = 0.95,
+    current_width: float | None = None,
 ) -> WidthPlan:
     """Smallest number of rated outputs whose projected interval is at most ``target_width`` wide, with the
     variances and covariance of the ratings so far (ddof 1) as the plan's assumption. Raises ValueError like
-    ``ppi_mean`` and for a target width <= 0."""
+    ``ppi_mean`` and for a target width <= 0.
+
+    ``current_width``: the width of the interval reported with the plan (``ppi_mean``'s, jackknife SE). The
+    projection uses the plug-in variance, which is smaller, most of all with few ratings; unscaled, a plan
+    could say the target is reached beside a wider interval. Given, the projected widths below the run's
+    size are scaled by the ratio of the two at today's ratings, so that the plan starts from the interval
+    shown (the ratings needed are then never fewer than the reported interval implies)."""
     if not target_width > 0:
         raise ValueError("target width must be > 0")
     y = _vector(y_rated, "y_rated")
@@ -327,9 +342,16 @@ def plan_width(
     var_y = float(np.var(y, ddof=1))
     var_f = float(np.var(np.concatenate([f, fu]), ddof=1))
     cov = float(np.cov(y, f, ddof=1)[0, 1])
+    var_f_rated = float(np.var(f, ddof=1))
+
+    def projected(n: int) -> float:
+        return projected_width(n, total, var_y, var_f, cov, confidence, var_f_rated)
+
+    now = projected(y.size)
+    scale = current_width / now if current_width is not None and now > 0 else 1.0
 
     def width(n: int) -> float:
-        return projected_width(n, total, var_y, var_f, cov, confidence)
+        return projected(n) if n >= total else projected(n) * scale
 
     needed = next((n for n in range(y.size, total + 1) if width(n) <= target_width), None)
     sd = math.sqrt(var_y)

@@ -113,9 +113,12 @@ def _csv_rows(rows: Batch, model: type[M]) -> list[Row]:
             ],
         )
     shapes = {name: _shape(info.annotation) for name, info in model.model_fields.items()}
+    optional = {name for name, info in model.model_fields.items() if not info.is_required()}
     out = []
     for row in rows:
         data = {rename.get(k, k): v for k, v in row.data.items()}
+        # An empty cell of an optional field is no value (its default), as in the spreadsheet it came from.
+        data = {k: v for k, v in data.items() if not (k in optional and isinstance(v, str) and not v.strip())}
         for key, value in data.items():
             shape = shapes.get(key, set())
             try:

@@ -71,11 +71,13 @@ def export_documents(
     "/{dataset_id}/questions",
     response_model=ImportReport,
     responses=responses(400, 404, 413, 415, 422),
-    openapi_extra=batch_body({"$ref": _REF.format("QuestionCreate")}),
+    openapi_extra=batch_body({"$ref": _REF.format("QuestionCreate")}, csv=True),
 )
 async def import_questions(dataset_id: DatasetId, request: Request, settings: SettingsDep) -> ImportReport:
-    """Upsert questions by external id; passages point into documents already imported."""
-    upload = await read_upload(request, settings.max_upload_bytes)
+    """Upsert questions by external id; passages point into documents already imported. A JSON list, JSONL,
+    or CSV (a header row naming the fields; `types` and `passages` as JSON lists in their cells, `answerable`
+    as true/false, an empty cell for no value)."""
+    upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
     return await run_in_session(request, lambda s: service.import_questions(s, dataset_id, upload.rows()))
 
 

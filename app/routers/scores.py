@@ -63,7 +63,9 @@ async def import_scores(
     responses={**responses(404), 200: {"content": {"text/csv": {}}}},
 )
 def get_scores(run_id: RunId, session: SessionDep, format: Literal["json", "csv"] = "json") -> Response:
-    """One row per output, one column per metric, and a `<metric>.error` column explaining null values."""
+    """One row per output, one column per metric, and a `<metric>.error` column explaining null values.
+    JSON also gives `configs`: each column's recorded configuration (library version, k, word rule, judge);
+    a metric scored under several configurations has one column per configuration, `metric[<key>]`."""
     header, rows = service.score_table(session, run_id)
     if format == "csv":
         return PlainTextResponse(
@@ -71,4 +73,4 @@ def get_scores(run_id: RunId, session: SessionDep, format: Literal["json", "csv"
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="run-{run_id}-scores.csv"'},
         )
-    return JSONResponse({"columns": header, "rows": rows})
+    return JSONResponse({"columns": header, "rows": rows, "configs": service.score_configs(session, run_id)})

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.auth import require
-from app.deps import CommittingRoute, Position, SessionDep, TaskId
+from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId
 from app.errors import responses
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
 from services.scores.service import table_csv
@@ -32,34 +32,36 @@ Anyone = Annotated[Identity, Depends(require(EVERYONE))]
 
 
 @router.post("/tasks", status_code=201, response_model=TaskRead, responses=responses(401, 403, 404, 409, 422))
-def create_task(body: TaskCreate, session: SessionDep, identity: Writer) -> TaskRead:
+def create_task(body: TaskCreate, session: SessionDep, settings: SettingsDep, identity: Writer) -> TaskRead:
     """A rating task on a run (pointwise) or on two runs of one dataset (pairwise): every rater rates every
     output, or `per_output` raters each, balanced at random; each rater's order is shuffled with a recorded
-    seed."""
-    return service.create_task(session, body, identity.user_id)
+    seed. `warnings` says what the design cannot give (fewer raters per output than a report needs)."""
+    return service.create_task(session, body, identity.user_id, min_raters=settings.ratings.min_raters)
 
 
 @router.get("/tasks", response_model=list[TaskRead], responses=responses(401, 403))
-def list_tasks(session: SessionDep, _: Reader) -> list[TaskRead]:
-    return service.list_tasks(session)
+def list_tasks(session: SessionDep, settings: SettingsDep, _: Reader) -> list[TaskRead]:
+    return service.list_tasks(session, min_raters=settings.ratings.min_raters)
 
 
 @router.get("/tasks/{task_id}", response_model=TaskRead, responses=responses(401, 403, 404))
-def get_task(task_id: TaskId, session: SessionDep, _: Reader) -> TaskRead:
-    return service.read_task(session, task_id)
+def get_task(task_id: TaskId, session: SessionDep, settings: SettingsDep, _: Reader) -> TaskRead:
+    return service.read_task(session, task_id, min_raters=settings.ratings.min_raters)
 
 
 @router.get("/tasks/{task_id}/dashboard", response_model=Dashboard, responses=responses(401, 403, 404))
 def dashboard(
     task_id: TaskId,
     session: SessionDep,
+    settings: SettingsDep,
     _: Reader,
     threshold: Annotated[
         int, Query(ge=1, le=200, description="list outputs whose scores spread this much")
     ] = 2,
 ) -> Dashboard:
-    """Per-rater progress, outputs the raters disagree on, flags and agreement (α, ICC) so far."""
-    return service.dashboard(session, task_id, threshold)
+    """Per-rater progress, outputs the raters disagree on, flags and agreement (α, ICC) so far; the task's
+    `warnings` say what its design cannot give."""
+    return service.dashboard(session, task_id, threshold, min_raters=settings.ratings.min_raters)
 
 
 @router.get(
@@ -92,9 +94,11 @@ def export(
 
 
 @router.get("/me/tasks", response_model=list[TaskRead], responses=responses(401))
-def my_tasks(session: SessionDep, identity: Anyone) -> list[TaskRead]:
+def my_tasks(session: SessionDep, settings: SettingsDep, identity: Anyone) -> list[TaskRead]:
     """The tasks the caller rates in."""
-    return service.list_tasks(session, identity.user_id) if identity.user_id is not None else []
+    if identity.user_id is None:
+        return []
+    return service.list_tasks(session, identity.user_id, min_raters=settings.ratings.min_raters)
 
 
 @router.get("/tasks/{task_id}/queue", response_model=Queue, responses=responses(401, 403, 404))

@@ -29,12 +29,15 @@ from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId,
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
+from services.labels import derived_id, question_label
 from services.tasks import service as tasks
 from services.tasks.schemas import Estimate, ItemAction, ItemView
 from services.types import MAX_INT
 
 APP_DIR = Path(__file__).resolve().parent.parent
 templates = Jinja2Templates(directory=APP_DIR / "templates")
+templates.env.filters["derived_id"] = derived_id
+templates.env.filters["question_label"] = question_label
 
 
 TITLES = {403: "Not allowed", 404: "Not found", 422: "Invalid request", 429: "Too many attempts"}
@@ -187,9 +190,12 @@ def logout(
 
 
 @router.get("/rate")
-def my_tasks(request: Request, session: SessionDep, identity: IdentityDep) -> HTMLResponse:
+def my_tasks(
+    request: Request, session: SessionDep, settings: SettingsDep, identity: IdentityDep
+) -> HTMLResponse:
     me = _signed_in(identity, RATERS)
-    return _page(request, "my_tasks.html", me, tasks=tasks.list_tasks(session, me.user_id))
+    mine = tasks.list_tasks(session, me.user_id, min_raters=settings.ratings.min_raters)
+    return _page(request, "my_tasks.html", me, tasks=mine)
 
 
 @router.get("/rate/{task_id}")
@@ -297,9 +303,13 @@ def item_action(
 
 
 @router.get("/tasks.html")
-def tasks_page(request: Request, session: SessionDep, identity: IdentityDep) -> HTMLResponse:
+def tasks_page(
+    request: Request, session: SessionDep, settings: SettingsDep, identity: IdentityDep
+) -> HTMLResponse:
     me = _signed_in(identity, READERS)
-    return _page(request, "tasks.html", me, tasks=tasks.list_tasks(session))
+    return _page(
+        request, "tasks.html", me, tasks=tasks.list_tasks(session, min_raters=settings.ratings.min_raters)
+    )
 
 
 def _num(x: float) -> str:
@@ -329,10 +339,11 @@ def dashboard_page(
     task_id: TaskId,
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     identity: IdentityDep,
     threshold: Annotated[int, Query(ge=1, le=200)] = 2,
 ) -> HTMLResponse:
     me = _signed_in(identity, READERS)
-    d = tasks.dashboard(session, task_id, threshold)
+    d = tasks.dashboard(session, task_id, threshold, min_raters=settings.ratings.min_raters)
     now = datetime.now(UTC).strftime("%H:%M:%S UTC")
     return _page(request, "dashboard.html", me, d=d, fmt=_fmt, now=now, intervals_from=INTERVALS_FROM)

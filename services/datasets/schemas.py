@@ -84,8 +84,15 @@ class QuestionCreate(BaseModel):
 
     external_id: str = Field(min_length=1, max_length=300, json_schema_extra=NOT_BLANK)
     question: str = Field(min_length=1, json_schema_extra=NOT_BLANK)
-    reference_answer: str | None = None
-    answerable: bool = Field(default=True, strict=True)
+    reference_answer: str | None = Field(
+        default=None, description="the expected answer; for an unanswerable question, the expected refusal"
+    )
+    answerable: bool = Field(
+        default=True,
+        strict=True,
+        description="false: the corpus does not answer it (no passages; reference_answer, if any, is the "
+        "expected refusal)",
+    )
     types: list[str] = Field(
         default_factory=list,
         json_schema_extra={"uniqueItems": True, "items": {"type": "string", "pattern": r"\S"}},
@@ -106,13 +113,12 @@ class QuestionCreate(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _unanswerable_has_nothing(self) -> QuestionCreate:
-        if not self.answerable:
-            if self.passages:
-                raise ValueError("an unanswerable question (answerable=false) carries no passages")
-            if self.reference_answer is not None:
-                raise ValueError("an unanswerable question (answerable=false) has reference_answer null")
-        elif self.reference_answer is not None and not self.reference_answer.strip():
+    def _unanswerable_has_no_passage(self) -> QuestionCreate:
+        # An unanswerable question may keep its reference answer: the refusal a team expects ("the documents
+        # do not say"), which answer metrics compare outputs with. It has no passage to retrieve.
+        if not self.answerable and self.passages:
+            raise ValueError("an unanswerable question (answerable=false) carries no passages")
+        if self.reference_answer is not None and not self.reference_answer.strip():
             raise ValueError("reference_answer must be null or non-empty")
         return self
 

@@ -26,6 +26,7 @@ from services.metrics import registry
 from services.metrics.base import MetricAdapter, Sample, SampleScore
 from services.metrics.context import ScoringContext, open_judge
 from services.metrics.resources import ScoringResources
+from services.retrieval.segment import WordRule
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,14 @@ def batch_context(
     job: str,
     refresh: bool = False,
     metrics: Sequence[str] = (),
+    word_rule: WordRule = "joined",
 ) -> ScoringContext:
     judge = settings.judge
     window = judge.samples_in_flight or 4 * max(1, judge.max_concurrency)
     return ScoringContext(
         settings=settings,
         language=language,
+        word_rule=word_rule,
         job=job,
         refresh=refresh,
         resources=resources,
@@ -73,6 +76,7 @@ async def score_batch(
     language: str,
     job: str,
     refresh: bool = False,
+    word_rule: WordRule = "joined",
 ) -> BatchResult:
     """Score every work item at once; one list of SampleScore per item, in order."""
     base = batch_context(
@@ -82,6 +86,7 @@ async def score_batch(
         job=job,
         refresh=refresh,
         metrics=[w.resolved.spec.name for w in work],
+        word_rule=word_rule,
     )
     adapters = [registry.load_adapter(w.resolved) for w in work]
     configs = [a.config(base.for_k(w.resolved.k)) for a, w in zip(adapters, work, strict=True)]

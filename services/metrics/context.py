@@ -1,9 +1,10 @@
 """What one scoring call needs, passed to the adapters instead of being kept on them.
 
-ScoringContext   settings, dataset language, k, job, cache policy (``refresh``), the judge session, the
-                 process's long-lived resources and the batch's shared limits. Adapters are stateless:
-                 ``adapter.score(samples, ctx)``. Everything in it but ``resources`` and ``judge`` is
-                 plain data a worker on another machine can rebuild from the job row and its settings.
+ScoringContext   settings, dataset language, k, word rule, job, cache policy (``refresh``), the judge
+                 session, the process's long-lived resources and the batch's shared limits. Adapters are
+                 stateless: ``adapter.score(samples, ctx)``. Everything in it but ``resources`` and
+                 ``judge`` is plain data a worker on another machine can rebuild from the job row and
+                 its settings.
 JudgeSession     one scoring batch's view of the judge gateway: its ledger token (the batch's accounting,
                  released when the batch ends), a keep-alive HTTP pool to the gateway shared by every
                  library client of the batch, and the scope of each request (``SCOPE``, a context
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import httpx
 
     from services.metrics.resources import ScoringResources
+    from services.retrieval.segment import WordRule
 
 T = TypeVar("T")
 
@@ -165,6 +167,8 @@ class ScoringContext:
     settings: Settings
     language: str = "en"
     k: int = 5
+    # What a word is for the word-level reference metrics (services.retrieval.segment.WORD_RULES).
+    word_rule: WordRule = "joined"
     job: str = "adhoc"
     refresh: bool = False  # ask the judge again: the gateway's cache and every library's own caches
     resources: ScoringResources | None = None

@@ -3,6 +3,9 @@ document-level recall).
 
 Words are identified by their *position* in their document (``word_spans``), never by their value: a
 retrieved chunk that does not overlap a reference passage adds nothing even if it repeats the same words.
+What a word is comes from the job's ``word_rule`` (``services.retrieval.segment.WORD_RULES``), recorded in
+each score's configuration: the two rules count hyphenated and apostrophised words differently, so the
+same retrieval can score differently under each.
 A passage word counts as retrieved when its character span overlaps a top-k chunk of the same document.
 Undefined cases (no passage, unlocated chunks) give a reason, never 0 or 1.
 """
@@ -10,10 +13,10 @@ Undefined cases (no passage, unlocated chunks) give a reason, never 0 or 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from services.metrics.base import BaseAdapter, RetrievedSpan, Sample, SampleScore, Span
-from services.retrieval.segment import word_spans
+from services.retrieval.segment import WordRule, word_spans
 
 if TYPE_CHECKING:
     from services.metrics.context import ScoringContext
@@ -21,11 +24,11 @@ if TYPE_CHECKING:
 Word = tuple[int, int, int]  # document id, start, end
 
 
-def _words(spans: Sequence[Span], texts: Mapping[int, str]) -> set[Word]:
+def _words(spans: Sequence[Span], texts: Mapping[int, str], rule: WordRule) -> set[Word]:
     out: set[Word] = set()
     for span in spans:
         text = texts[span.document_id]
-        for s, e in word_spans(text[span.start : span.end]):
+        for s, e in word_spans(text[span.start : span.end], rule):
             out.add((span.document_id, span.start + s, span.start + e))
     return out
 
@@ -48,10 +51,10 @@ def _unlocated(sample: Sample) -> str | None:
     return None
 
 
-def word_recall(sample: Sample) -> SampleScore:
+def word_recall(sample: Sample, rule: WordRule = "joined") -> SampleScore:
     if reason := _unlocated(sample):
         return SampleScore(reason=reason)
-    words = _words(sample.passages, sample.documents)
+    words = _words(sample.passages, sample.documents, rule)
     if not words:
         return SampleScore(reason="the reference passages contain no word")
     covered = _covered(words, sample.retrieved)
@@ -61,7 +64,7 @@ def word_recall(sample: Sample) -> SampleScore:
     )
 
 
-def word_precision(sample: Sample) -> SampleScore:
+def word_precision(sample: Sample, rule: WordRule = "joined") -> SampleScore:
     if reason := _unlocated(sample):
         return SampleScore(reason=reason)
     if not sample.retrieved:
@@ -73,6 +76,7 @@ def word_precision(sample: Sample) -> SampleScore:
             if c.document_id is not None and c.start is not None and c.end is not None
         ],
         sample.documents,
+        rule,
     )
     if not retrieved_words:
         return SampleScore(reason="the retrieved chunks contain no word")
@@ -84,7 +88,8 @@ def word_precision(sample: Sample) -> SampleScore:
     )
 
 
-def doc_recall(sample: Sample) -> SampleScore:
+def doc_recall(sample: Sample, rule: WordRule = "joined") -> SampleScore:
+    del rule  # documents, not words: the same under every word rule
     docs = {c.document_id for c in sample.retrieved if c.document_id is not None}
     found = [p for p in sample.passages if p.document_id in docs]
     unknown = [c for c in sample.retrieved if c.document_id is None]
@@ -99,12 +104,18 @@ def doc_recall(sample: Sample) -> SampleScore:
 class ReferenceAdapter(BaseAdapter):
     """Pure-Python reference metrics; ``options["measure"]`` picks the function."""
 
-    _FUNCS: ClassVar[dict[str, Callable[[Sample], SampleScore]]] = {
+    _FUNCS: ClassVar[dict[str, Callable[[Sample, WordRule], SampleScore]]] = {
         "word_recall": word_recall,
         "word_precision": word_precision,
         "doc_recall": doc_recall,
     }
 
+    def config(self, ctx: ScoringContext) -> dict[str, Any]:
+        cfg = super().config(ctx)
+        if self.options.get("words"):
+            cfg["word_rule"] = ctx.word_rule
+        return cfg
+
     async def compute(self, samples: Sequence[Sample], ctx: ScoringContext) -> list[SampleScore]:
         fn = self._FUNCS[str(self.options["measure"])]
-        return [fn(s) for s in samples]
+        return [fn(s, ctx.word_rule) for s in samples]

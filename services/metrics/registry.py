@@ -22,7 +22,17 @@ _REF: tuple[Input, ...] = ("answer", "reference_answer")
 _POS: tuple[Input, ...] = ("reference_passages", "retrieved_spans")
 
 
-def _ref(name: str, measure: str, desc: str) -> MetricSpec:
+#: The word rule, said where the word-level metrics are described (the catalogue, GET /metrics).
+WORD_RULE_TEXT = (
+    "Words (word_rule, per scoring job): 'joined' (default) joins runs of letters and digits across one "
+    'apostrophe or hyphen (\' \u2019 - \u2010 \u2011), so "royalty-free", "you\'re", "l\u2019offre" and '
+    '"COVID-19" are one word each and "3.5" is two; \'w_runs\' makes every run of \\w characters a word '
+    '(Python re.findall(r\'\\w+\')), so "royalty-free" and "you\'re" are two words each. The rule is '
+    "recorded in each score's configuration."
+)
+
+
+def _ref(name: str, measure: str, desc: str, words: bool = True) -> MetricSpec:
     return MetricSpec(
         name=f"ref.{name}",
         library="ref",
@@ -31,9 +41,9 @@ def _ref(name: str, measure: str, desc: str) -> MetricSpec:
         inputs=_POS,
         higher_is_better=True,
         target="services.metrics.reference:ReferenceAdapter",
-        description=desc,
+        description=f"{desc}. {WORD_RULE_TEXT}" if words else desc,
         uses_k=True,
-        options={"measure": measure},
+        options={"measure": measure, "words": words},
     )
 
 
@@ -93,7 +103,10 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "share of the top-k chunks' words (by position) inside a reference passage",
     ),
     _ref(
-        "doc_recall", "doc_recall", "share of reference passages whose document appears in the top-k chunks"
+        "doc_recall",
+        "doc_recall",
+        "share of reference passages whose document appears in the top-k chunks",
+        words=False,
     ),
     _classic("bleu", "sacrebleu", "BleuAdapter", "sentence BLEU (sacrebleu, effective order), 0-100"),
     _classic(

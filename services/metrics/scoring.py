@@ -35,6 +35,7 @@ from services.metrics.memo import store as store_memo
 from services.metrics.resources import ScoringResources
 from services.metrics.samples import build_samples
 from services.models import Job
+from services.retrieval.segment import WordRule
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.repository import ScoreRepository
@@ -47,6 +48,15 @@ class ScoringRequest(BaseModel):
         description="metric names (library.metric[:variant][@k]); all available ones when omitted",
     )
     k: Int = Field(default=5, ge=1, le=100, description="top k retrieved chunks, recorded with each score")
+    word_rule: WordRule = Field(
+        default="joined",
+        description=(
+            "what a word is for the word-level reference metrics (ref.word_recall, ref.word_precision), "
+            "recorded in each score's configuration: 'joined' joins runs across one apostrophe or hyphen "
+            "(' \u2019 - \u2010 \u2011: \"royalty-free\" and \"you're\" are one word each); 'w_runs' "
+            "makes every run of \\w characters a word, as re.findall(r'\\w+') does (two words each)"
+        ),
+    )
     recompute: bool = Field(default=False, strict=True, description="compute again scores already stored")
     refresh_judge_cache: bool = Field(
         default=False,
@@ -82,7 +92,9 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
         raise InvalidItems("some requested metrics cannot run here", errors)
     outputs = [o.id for o in RunRepository(session).outputs(run_id)]
     adapters = _adapters(resolved)
-    planning = ScoringContext(settings, language=dataset.language)
+    # The word rule is part of each word metric's configuration key: scores stored under the other rule
+    # are not "already computed" for this job.
+    planning = ScoringContext(settings, language=dataset.language, word_rule=request.word_rule)
     skipped = 0
     configs = {}
     repo = ScoreRepository(session)
@@ -104,6 +116,7 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
         "run_id": run_id,
         "metrics": list(adapters),
         "k": request.k,
+        "word_rule": request.word_rule,
         "recompute": request.recompute,
         "refresh_judge_cache": request.refresh_judge_cache,
     }
@@ -180,9 +193,11 @@ class _Memo:
     """A batch's use of the score memo (services/metrics/memo.py): which (metric, sample) scores it
     supplies, the work left for the libraries, and the entries of what they computed."""
 
-    def __init__(self, settings: Settings, work: list[MetricWork], language: str, use: bool) -> None:
+    def __init__(
+        self, settings: Settings, work: list[MetricWork], language: str, use: bool, word_rule: WordRule
+    ) -> None:
         self.work = work
-        self.ctx = batch_context(settings, None, language=language, job="memo")
+        self.ctx = batch_context(settings, None, language=language, job="memo", word_rule=word_rule)
         self.adapters = [registry.load_adapter(w.resolved) for w in work]
         self.active = use and any(memoizable(a) for a in self.adapters)
         self.hits: dict[Candidate, SampleScore] = {}
@@ -288,7 +303,9 @@ class ScoringHandler:
             work.append(MetricWork(resolved[name], [k_samples[o] for o in found]))
             present.append(found)
         refresh = bool(job.params.get("refresh_judge_cache"))
-        memo = _Memo(ctx.settings, work, language, use=ctx.settings.scoring.score_memo)
+        # Jobs planned before the word rule was a parameter used the joined rule.
+        word_rule: WordRule = "w_runs" if job.params.get("word_rule") == "w_runs" else "joined"
+        memo = _Memo(ctx.settings, work, language, use=ctx.settings.scoring.score_memo, word_rule=word_rule)
         if memo.active and not refresh:
             with ctx.read_factory() as session:
                 memo.lookup(session)
@@ -301,7 +318,13 @@ class ScoringHandler:
             computed = (
                 resources.run(
                     score_batch(
-                        ctx.settings, resources, todo, language=language, job=str(job.id), refresh=refresh
+                        ctx.settings,
+                        resources,
+                        todo,
+                        language=language,
+                        job=str(job.id),
+                        refresh=refresh,
+                        word_rule=word_rule,
                     )
                 )
                 if any(w.samples for w in todo)

@@ -63,7 +63,7 @@ def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
             if est.n_under_min_raters
             else ""
         )
-        + f". Rated only: <b>{ro.estimate:.2f}</b> [{ro.ci_low:.2f}, {ro.ci_high:.2f}] "
+        + f". Rated only: <b>{ro.estimate:.2f}</b> {_interval(ro)} "
         f"(width {ro.width:.2f}; "
         f"{escape(est.rated_only_plan.note)}). <b>{escape(est.narrowest_note)}</b>.</p>",
         f"<p class='muted'>{escape(est.rated_items)}</p>",
@@ -71,8 +71,8 @@ def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
         "<div class='wide'><table class='analysis' id='table-estimate'><tr><th>metric</th><th>r with humans "
         "(rated)</th><th>λ</th><th>estimate [95% CI]</th><th>width vs rated-only</th><th class='l'>"
         f"ratings for width {est.target_width:g}</th><th class='l'>not computed because</th></tr>",
-        f"<tr class='top'><td>(rated only)</td><td>—</td><td>0</td><td>{ro.estimate:.2f} [{ro.ci_low:.2f}, "
-        f"{ro.ci_high:.2f}]</td><td>1.00</td><td class='l'>{_plan(est.rated_only_plan)}</td><td></td></tr>",
+        f"<tr class='top'><td>(rated only)</td><td>—</td><td>0</td><td>{ro.estimate:.2f} {_interval(ro)}"
+        f"</td><td>1.00</td><td class='l'>{_plan(est.rated_only_plan)}</td><td></td></tr>",
     ]
     for r in est.metrics:
         cls = " class='group'" if r.metric == est.narrowest else ""
@@ -85,12 +85,21 @@ def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
         p = r.ppi
         parts.append(
             f"<tr{cls}><td>{escape(r.metric)}</td><td>{_num(r.metric_human_r)}</td><td>{_num(r.lam)}</td>"
-            f"<td>{p.estimate:.2f} [{p.ci_low:.2f}, {p.ci_high:.2f}]</td><td>{_num(r.width_ratio)}</td>"
+            f"<td>{p.estimate:.2f} {_interval(p)}</td><td>{_num(r.width_ratio)}</td>"
             f"<td class='l'>{_plan(r.plan) if r.plan else '—'}</td><td class='l'>"
             + (f"{r.n_imputed} outputs without a value" if r.n_imputed else "")
             + "</td></tr>"
         )
     parts.append("</table></div>")
+    notes = [x.ci_clipped for x in [ro, *(r.ppi for r in est.metrics)] if x is not None and x.ci_clipped]
+    if notes:
+        parts.append(
+            "<p class='muted' id='estimate-clipped'>* "
+            + escape(notes[0].split(" (computed")[0])
+            + ": the computed limits went past it ("
+            + "; ".join(escape(n.split("(computed: ", 1)[1].rstrip(")")) for n in notes)
+            + ").</p>"
+        )
     if est.not_computed:
         # The analyses above list them by name; here only how many and why.
         groups = text.not_computed_groups(est.not_computed)
@@ -106,6 +115,12 @@ def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
         + "</p>"
     )
     return "".join(parts)
+
+
+def _interval(e: Any) -> str:
+    """[low, high], starred when clipped to the rubric's scale (the note under the table says so)."""
+    star = "*" if e.ci_clipped else ""
+    return f"[{e.ci_low:.2f}, {e.ci_high:.2f}]{star}"
 
 
 def _plan(plan: Any) -> str:

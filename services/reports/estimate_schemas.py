@@ -17,6 +17,11 @@ class MeanEstimate(BaseModel):
     se: float
     df: float | None = Field(description="degrees of freedom of the t quantile")
     method: str
+    ci_clipped: str | None = Field(
+        default=None,
+        description="set when the computed interval went past the rubric's scale: it is clipped to the "
+        "scale (ci_low, ci_high) and this says so with the computed limits; width stays the computed one",
+    )
 
 
 class WidthPlan(BaseModel):

@@ -43,15 +43,28 @@ ASSUMPTIONS = [
 ]
 
 
-def _estimate(res: ppi.MeanInterval, method: str) -> MeanEstimate:
+Scale = tuple[float, float] | None
+
+
+def _estimate(res: ppi.MeanInterval, method: str, scale: Scale) -> MeanEstimate:
+    """The interval as reported: on a rubric, clipped to its scale (a mean of 1-5 ratings is never above
+    5), saying so with the computed limits; the width stays the computed one, which the plan is about."""
+    lo, hi, clipped = res.ci_low, res.ci_high, None
+    if scale is not None and (lo < scale[0] or hi > scale[1]):
+        lo, hi = max(lo, scale[0]), min(hi, scale[1])
+        clipped = (
+            f"interval clipped to the rubric's scale [{scale[0]:g}, {scale[1]:g}] (computed: "
+            f"[{res.ci_low:.2f}, {res.ci_high:.2f}], width {res.width:.2f})"
+        )
     return MeanEstimate(
         estimate=res.estimate,
-        ci_low=res.ci_low,
-        ci_high=res.ci_high,
+        ci_low=lo,
+        ci_high=hi,
         width=res.width,
         se=res.se,
         df=res.df,
         method=method,
+        ci_clipped=clipped,
     )
 
 
@@ -90,6 +103,7 @@ def _row(
     confidence: float,
     target: float,
     ref_width: float,
+    scale: Scale,
 ) -> PpiRow:
     hib = _higher_is_better(col)
     library, kind = _library_kind(col)
@@ -118,11 +132,12 @@ def _row(
         [col.values.get(o, fill) for o in output_ids if o not in rated_set], dtype=np.float64
     )
     res = ppi.ppi_mean(y, f_rated, f_unrated, confidence=confidence)
-    plan = ppi.plan_width(y, f_rated, f_unrated, target, confidence=confidence)
+    # The plan starts from the interval reported beside it (its jackknife SE, not the plug-in projection).
+    plan = ppi.plan_width(y, f_rated, f_unrated, target, confidence=confidence, current_width=res.width)
     row.lam = res.lam
     if not stats.near_constant(f_rated) and float(np.std(y)) > 0:
         row.metric_human_r = float(np.corrcoef(f_rated, y)[0, 1])
-    row.ppi = _estimate(res, "ppi++")
+    row.ppi = _estimate(res, "ppi++", scale)
     row.width_ratio = res.width / ref_width if ref_width > 0 else None
     row.plan = WidthPlan(
         target_width=target,
@@ -182,7 +197,8 @@ def build_estimate(
     y = np.array([human[o] for o in rated], dtype=np.float64)
     ref = ppi.rated_mean(y, confidence=confidence)
     cols = [c for c in data.columns.values() if _k_of(c.metric) in (None, k)]
-    rows = [_row(c, output_ids, rated, y, confidence, target_width, ref.width) for c in cols]
+    scale: Scale = (float(rubric.min_score), float(rubric.max_score)) if rubric is not None else None
+    rows = [_row(c, output_ids, rated, y, confidence, target_width, ref.width, scale) for c in cols]
     rows.sort(key=lambda r: (r.ppi is None, r.ppi.width if r.ppi else 0.0, r.metric))
     best = next((r for r in rows if r.ppi is not None), None)
     if best is None:
@@ -217,6 +233,21 @@ def build_estimate(
                 n_needed=MIN_CHECKED_RATED,
             )
         )
+    rated_only = _estimate(ref, "t", scale)
+    clipped = (["rated only"] if rated_only.ci_clipped else []) + [
+        r.metric for r in rows if r.ppi is not None and r.ppi.ci_clipped
+    ]
+    if clipped and scale is not None:
+        warnings.append(
+            ReportWarning(
+                code="ci_clipped",
+                scope="estimate",
+                message=f"intervals clipped to the rubric's scale [{scale[0]:g}, {scale[1]:g}] for "
+                f"{', '.join(clipped)}: the computed limits went past it (each interval's ci_clipped "
+                "gives them)",
+                n=len(clipped),
+            )
+        )
     for r in rows:
         if r.n_imputed and r.ppi is not None:
             warnings.append(
@@ -249,7 +280,7 @@ def build_estimate(
         rated_items=rated_items,
         confidence=confidence,
         target_width=target_width,
-        rated_only=_estimate(ref, "t"),
+        rated_only=rated_only,
         rated_only_plan=_rated_only_plan(y, len(items), target_width, confidence),
         metrics=rows,
         narrowest=best.metric if best is not None else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
+from services.labels import derived_id
 from services.reports import text
 from services.reports.schemas import MetricItems, ReportRead
 
@@ -32,8 +33,16 @@ def _page(title: str, body: list[str]) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<link rel='icon' href='/static/favicon.svg' type='image/svg+xml'>"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>" + "".join(body) + "</body></html>"
     )
+
+
+def _question_cell(external_id: str, question: str) -> str:
+    """The team's own id in bold before the text; an id derived from the text only as its tooltip."""
+    if derived_id(external_id):
+        return f"<span title='{escape(external_id)}'>{escape(question)}</span>"
+    return f"<b>{escape(external_id)}</b> {escape(question)}"
 
 
 def _nb(value: str) -> str:
@@ -213,7 +222,7 @@ def render_items(items: MetricItems, runs: str, back: str) -> str:
             else f"<span class='muted'>{escape(it.missing_reason or '—')}</span>"
         )
         parts.append(
-            f"<tr><td class='l'><b>{escape(it.question_id)}</b> {escape(it.question)}</td>"
+            f"<tr><td class='l'>{_question_cell(it.question_id, it.question)}</td>"
             f"<td>{it.run_id}</td>"
             f"<td class='l'>{escape(it.answer or '—')}</td><td>{text.num(it.human)}</td>"
             f"<td>{text.num(it.value, 3)}</td><td>{_pct(it.human_percentile)}</td>"

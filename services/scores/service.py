@@ -171,6 +171,22 @@ def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str
     return header, [{h: r.get(h) for h in header} for r in rows.values()]
 
 
+def score_configs(session: Session, run_id: int) -> dict[str, dict[str, Any]]:
+    """The recorded configuration (library version, k, word rule, judge...) of each column of the score
+    table, from its latest score: what tells two configurations of one metric apart."""
+    get_run(session, run_id)
+    repo = ScoreRepository(session)
+    keys = {(metric, ckey) for _, metric, ckey, *_ in repo.table_cells(run_id)}
+    per_metric: dict[str, int] = {}
+    for metric, _ in keys:
+        per_metric[metric] = per_metric.get(metric, 0) + 1
+    meta = repo.column_meta([run_id], keys)
+    return {
+        _column(metric, ckey, per_metric[metric] > 1): config
+        for (metric, ckey), (config, _) in sorted(meta.items())
+    }
+
+
 _FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
 
 

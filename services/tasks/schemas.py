@@ -72,6 +72,11 @@ class TaskRead(BaseModel):
     n_outputs: int
     raters: list[RaterProgress]
     created_at: datetime
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what this design cannot give, naming the setting (e.g. too few raters per output for "
+        "a report)",
+    )
 
 
 class QueueEntry(BaseModel):
@@ -203,6 +208,7 @@ class Disagreement(BaseModel):
 
 class Flag(BaseModel):
     question_id: str
+    question: str | None = None
     rater: str
     reason: str | None
 

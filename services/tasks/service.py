@@ -105,7 +105,7 @@ def assign(
     return given, seeds
 
 
-def create_task(session: Session, data: TaskCreate, created_by: int | None) -> TaskRead:
+def create_task(session: Session, data: TaskCreate, created_by: int | None, *, min_raters: int) -> TaskRead:
     repo = TaskRepository(session)
     if repo.by_name(data.name) is not None:
         raise Conflict(f"a task named {data.name!r} exists", [ItemError(None, "name", "already taken")])
@@ -189,14 +189,36 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None) -> T
                 )
             )
     repo.flush()
-    return task_read(session, task)
+    return task_read(session, task, min_raters=min_raters)
+
+
+def design_warnings(mode: str, per_output: int | None, n_raters: int, min_raters: int) -> list[str]:
+    """What the task's design cannot give, said when it is created and on its dashboard: a report counts an
+    output as rated only with ratings from ``min_raters`` raters, so a pointwise task giving each output
+    fewer raters collects ratings that no report uses."""
+    if mode != "pointwise":
+        return []
+    each = per_output if per_output is not None else n_raters
+    if each >= min_raters:
+        return []
+    setting = (
+        f"per_output={per_output}"
+        if per_output is not None
+        else f"{n_raters} rater(s) listed in raters (everyone rates every output)"
+    )
+    return [
+        f"each output gets {each} rater(s) ({setting}), but a report uses only outputs rated by at least "
+        f"{min_raters} raters (setting ratings.min_raters, RAGMETA_RATINGS__MIN_RATERS): the ratings of this "
+        f"task alone enter no report; give each output {min_raters} raters (per_output={min_raters} with "
+        f"at least {min_raters} raters listed)"
+    ]
 
 
 def _progress(items: list[TaskItem]) -> Counter[str]:
     return Counter(i.status for i in items)
 
 
-def task_read(session: Session, task: RatingTask) -> TaskRead:
+def task_read(session: Session, task: RatingTask, *, min_raters: int) -> TaskRead:
     repo = TaskRepository(session)
     rubric = task.rubric
     items = repo.items(task.id)
@@ -233,6 +255,7 @@ def task_read(session: Session, task: RatingTask) -> TaskRead:
         n_outputs=len({i.output_id for i in items}),
         raters=raters,
         created_at=created,
+        warnings=design_warnings(task.mode, task.per_output, len(raters), min_raters),
     )
 
 
@@ -243,14 +266,14 @@ def get_task(session: Session, task_id: int) -> RatingTask:
     return task
 
 
-def read_task(session: Session, task_id: int) -> TaskRead:
-    return task_read(session, get_task(session, task_id))
+def read_task(session: Session, task_id: int, *, min_raters: int) -> TaskRead:
+    return task_read(session, get_task(session, task_id), min_raters=min_raters)
 
 
-def list_tasks(session: Session, user_id: int | None = None) -> list[TaskRead]:
+def list_tasks(session: Session, user_id: int | None = None, *, min_raters: int) -> list[TaskRead]:
     repo = TaskRepository(session)
     tasks = repo.all() if user_id is None else repo.of_user(user_id)
-    return [task_read(session, t) for t in tasks]
+    return [task_read(session, t, min_raters=min_raters) for t in tasks]
 
 
 def _member_task(session: Session, task_id: int, user_id: int | None) -> RatingTask:
@@ -584,7 +607,7 @@ def _agreement(raters: list[str], scores: dict[int, dict[str, int]], rubric: Rub
     )
 
 
-def dashboard(session: Session, task_id: int, threshold: int) -> Dashboard:
+def dashboard(session: Session, task_id: int, threshold: int, *, min_raters: int) -> Dashboard:
     """Progress per rater, outputs whose scores spread by at least ``threshold``, flags, agreement so far."""
     task = get_task(session, task_id)
     rubric = task.rubric
@@ -605,12 +628,17 @@ def dashboard(session: Session, task_id: int, threshold: int) -> Dashboard:
     ]
     disagreements.sort(key=lambda d: (-d.spread, d.question_id))
     flags = [
-        Flag(question_id=questions[i.question_id].external_id, rater=names[i.user_id], reason=i.flag_reason)
+        Flag(
+            question_id=questions[i.question_id].external_id,
+            question=questions[i.question_id].question,
+            rater=names[i.user_id],
+            reason=i.flag_reason,
+        )
         for i in items
         if i.status == "flagged"
     ]
     return Dashboard(
-        task=task_read(session, task),
+        task=task_read(session, task, min_raters=min_raters),
         threshold=threshold,
         agreement=_agreement(raters, scores, rubric),
         disagreements=disagreements,

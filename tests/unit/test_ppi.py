@@ -184,7 +184,8 @@ def test_plan_width_finds_the_smallest_number_of_ratings() -> None:
     target = 0.4
     plan = ppi.plan_width(y, f, fu, target)
     assert plan.n_rated_needed is not None and plan.more_ratings == plan.n_rated_needed - 20
-    width = [ppi.projected_width(n, 200, var_y, var_f, cov, 0.95) for n in range(20, 201)]
+    var_f_rated = float(np.var(f, ddof=1))
+    width = [ppi.projected_width(n, 200, var_y, var_f, cov, 0.95, var_f_rated) for n in range(20, 201)]
     assert width[plan.n_rated_needed - 20] <= target < width[plan.n_rated_needed - 21]
     # Everything rated: the rated-only t interval on 200 outputs with the same SD.
     assert plan.width_if_all_rated == pytest.approx(2 * sps.t.ppf(0.975, 199) * math.sqrt(var_y / 200))
