@@ -71,7 +71,12 @@ from services import stats  # noqa: E402
 from services.stats.core import DEFAULT_CHUNK_ELEMENTS, reference_statistic  # noqa: E402
 from services.stats.corr_kernels import correlation_kernel  # noqa: E402
 from services.stats.passfail import PassFailKernel, question_halves, youden_cut  # noqa: E402
-from services.stats.resampling import bootstrap_distribution, bootstrap_limits, leave_one_out  # noqa: E402
+from services.stats.resampling import (  # noqa: E402
+    bootstrap_distribution,
+    bootstrap_limits,
+    leave_one_out,
+    units_of,
+)
 
 Array = NDArray[np.float64]
 CUTS = np.array([-1.0, -0.3, 0.4, 1.1])
@@ -222,7 +227,7 @@ def crossfit_interval(
     res = _HELD_OUT_MEMO[key]
     if res.held_out_thresholds is None:
         return None, None, math.nan
-    units = stats.units_of(clusters, np.ones(x.size, dtype=bool))
+    units = units_of(clusters, np.ones(x.size, dtype=bool))
     fold = question_halves(units, h >= PASS_AT, seed)  # the service's split, for the weight of each half
     weights = [float(np.mean(fold == f)) for f in (0, 1)]
     target = crossfit_truth(rho, list(res.held_out_thresholds), weights)[figure]
@@ -241,7 +246,7 @@ def auc_contrast(
         half = 1.959963984540054 * math.sqrt(var)
         return auc - half, auc + half
     kernel = PassFailKernel(x, passed)
-    units = stats.units_of(None, np.ones(x.size, dtype=bool))
+    units = units_of(None, np.ones(x.size, dtype=bool))
     theta_b = bootstrap_distribution(kernel, units, resamples, seed, DEFAULT_CHUNK_ELEMENTS)[0]
     jack = leave_one_out(kernel, units, DEFAULT_CHUNK_ELEMENTS)[0]
     from sklearn.metrics import roc_auc_score
@@ -306,7 +311,7 @@ def jackknife_difference(
     show); 'zou', a candidate: Zou's MOVER on the two jackknife-t intervals with c the correlation of the
     leave-one-out atanh values."""
     keep = np.ones(h.size, dtype=bool)
-    units = stats.units_of(clusters, keep)
+    units = units_of(clusters, keep)
     kernel = correlation_kernel(method, np.vstack([x1, x2]), h)  # type: ignore[arg-type]
     jack = leave_one_out(kernel, units, DEFAULT_CHUNK_ELEMENTS)
     r1 = reference_statistic(method, x1, h)[0]  # type: ignore[arg-type]
