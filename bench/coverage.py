@@ -68,6 +68,15 @@ from scipy.special import ndtri
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from services import stats  # noqa: E402
+from services.stats.core import DEFAULT_CHUNK_ELEMENTS, reference_statistic  # noqa: E402
+from services.stats.corr_kernels import correlation_kernel  # noqa: E402
+from services.stats.passfail import PassFailKernel, question_halves, youden_cut  # noqa: E402
+from services.stats.resampling import (  # noqa: E402
+    bootstrap_distribution,
+    bootstrap_limits,
+    leave_one_out,
+    units_of,
+)
 
 Array = NDArray[np.float64]
 CUTS = np.array([-1.0, -0.3, 0.4, 1.1])
@@ -150,7 +159,7 @@ def truth_pass_fail(rho: float) -> dict[str, float]:
     human, (metric,) = single(np.random.default_rng(777), TRUTH_N, (rho,))
     y = (human >= PASS_AT).astype(int)
     # The reports' rule: J on exact counts, the highest threshold among equal maxima.
-    threshold, youden_j = stats._youden_cut(y, metric)
+    threshold, youden_j = youden_cut(y, metric)
     pred = (metric >= threshold).astype(int)
     return {
         "threshold": threshold,
@@ -218,8 +227,8 @@ def crossfit_interval(
     res = _HELD_OUT_MEMO[key]
     if res.held_out_thresholds is None:
         return None, None, math.nan
-    units = stats._units(clusters, np.ones(x.size, dtype=bool))
-    fold = stats._halves(units, h >= PASS_AT, seed)  # the service's split, for the weight of each half
+    units = units_of(clusters, np.ones(x.size, dtype=bool))
+    fold = question_halves(units, h >= PASS_AT, seed)  # the service's split, for the weight of each half
     weights = [float(np.mean(fold == f)) for f in (0, 1)]
     target = crossfit_truth(rho, list(res.held_out_thresholds), weights)[figure]
     iv = getattr(res, figure)
@@ -236,13 +245,13 @@ def auc_contrast(
         auc, var = stats.delong_auc(x, passed)
         half = 1.959963984540054 * math.sqrt(var)
         return auc - half, auc + half
-    kernel = stats._PassFailKernel(x, passed)
-    units = stats._units(None, np.ones(x.size, dtype=bool))
-    theta_b = stats._bootstrap_distribution(kernel, units, resamples, seed, stats._DEFAULT_CHUNK_ELEMENTS)[0]
-    jack = stats._jackknife(kernel, units, stats._DEFAULT_CHUNK_ELEMENTS)[0]
+    kernel = PassFailKernel(x, passed)
+    units = units_of(None, np.ones(x.size, dtype=bool))
+    theta_b = bootstrap_distribution(kernel, units, resamples, seed, DEFAULT_CHUNK_ELEMENTS)[0]
+    jack = leave_one_out(kernel, units, DEFAULT_CHUNK_ELEMENTS)[0]
     from sklearn.metrics import roc_auc_score
 
-    limits = stats._interval(theta_b[np.isfinite(theta_b)], float(roc_auc_score(passed, x)), jack, 0.95)
+    limits = bootstrap_limits(theta_b[np.isfinite(theta_b)], float(roc_auc_score(passed, x)), jack, 0.95)
     return (None, None) if isinstance(limits, str) else limits
 
 
@@ -302,11 +311,11 @@ def jackknife_difference(
     show); 'zou', a candidate: Zou's MOVER on the two jackknife-t intervals with c the correlation of the
     leave-one-out atanh values."""
     keep = np.ones(h.size, dtype=bool)
-    units = stats._units(clusters, keep)
-    kernel = stats._kernel(method, np.vstack([x1, x2]), h)  # type: ignore[arg-type]
-    jack = stats._jackknife(kernel, units, stats._DEFAULT_CHUNK_ELEMENTS)
-    r1 = stats._reference_statistic(method, x1, h)[0]  # type: ignore[arg-type]
-    r2 = stats._reference_statistic(method, x2, h)[0]  # type: ignore[arg-type]
+    units = units_of(clusters, keep)
+    kernel = correlation_kernel(method, np.vstack([x1, x2]), h)  # type: ignore[arg-type]
+    jack = leave_one_out(kernel, units, DEFAULT_CHUNK_ELEMENTS)
+    r1 = reference_statistic(method, x1, h)[0]  # type: ignore[arg-type]
+    r2 = reference_statistic(method, x2, h)[0]  # type: ignore[arg-type]
     if not np.isfinite(jack).all():
         return None, None
     g = jack.shape[1]

@@ -36,9 +36,10 @@ def timed(fn: Any, *args: Any) -> tuple[float, Any]:
 @contextlib.contextmanager
 def numpy_kernels() -> Iterator[None]:
     """Run the statistics on the numpy resample kernels (the reference of services.stats_kernels)."""
-    from services import stats
+    from services.stats.corr_kernels import KendallKernel, SpearmanKernel
+    from services.stats.passfail import PassFailKernel
 
-    kernels = (stats._PassFailKernel, stats._SpearmanKernel, stats._KendallKernel)
+    kernels = (PassFailKernel, SpearmanKernel, KendallKernel)
     saved = [k.resample for k in kernels]
     for k in kernels:
         k.resample = k.resample_numpy  # type: ignore[method-assign]

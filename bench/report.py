@@ -35,13 +35,8 @@ from scipy import stats as sps
 # not shadow the coverage package, which numba imports.
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from services.stats import (  # noqa: E402
-    CorrMethod,
-    _KendallKernel,
-    _SpearmanKernel,
-    bootstrap_ci_many,
-    warm_up,
-)
+from services.stats import CorrMethod, bootstrap_ci_many, warm_up  # noqa: E402
+from services.stats.corr_kernels import KendallKernel, SpearmanKernel  # noqa: E402
 from services.stats_kernels import THREADS  # noqa: E402
 
 METHODS: dict[str, CorrMethod] = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall"}
@@ -95,7 +90,7 @@ def step(
     warm_up()
     if path == "numpy":
         # The numpy resample kernels the compiled ones replaced (services.stats keeps them as reference).
-        for kernel in (_SpearmanKernel, _KendallKernel):
+        for kernel in (SpearmanKernel, KendallKernel):
             kernel.resample = kernel.resample_numpy  # type: ignore[method-assign]
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current size
     baseline = _status_mb("VmRSS")

@@ -75,9 +75,10 @@ def _better(
 ) -> _Best:  # pragma: no cover - compiled
     """The scan's best threshold after trying group ``g`` (``drawn`` items of it in the resample).
 
-    Youden's J = tp/P - fp/N is compared exactly, as the integer tp N - fp P (services.stats._youden_key):
-    only a strictly greater J replaces the best, so from the top the highest threshold among equal maxima
-    stays (in floats, equal J can differ by rounding). A group not drawn in this resample is no threshold.
+    Youden's J = tp/P - fp/N is compared exactly, as the integer tp N - fp P
+    (services.stats.passfail.youden_key): only a strictly greater J replaces the best, so from the top the
+    highest threshold among equal maxima stays (in floats, equal J can differ by rounding). A group not
+    drawn in this resample is no threshold.
     """
     key = tp * n_int - fp * p_int
     if (drawn > 0) & (key > best[0]):
@@ -123,7 +124,7 @@ def pass_fail_rows(
     values: NDArray[np.float64],
     out: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """Pass/fail figures of one metric per resample row (see services.stats._PassFailKernel.resample).
+    """Pass/fail figures of one metric per resample row (see services.stats.passfail.PassFailKernel.resample).
 
     ``order`` sorts the items by ascending score, ``bounds`` (G + 1) delimits its G tie groups, ``values``
     the groups' scores. ``out[r]`` = AUC, threshold, Youden's J, kappa, accuracy, precision, recall. Twice
@@ -506,7 +507,7 @@ def kendall_rows(*args: Any) -> None:  # pragma: no cover - compiled
 def concordance_per_item(
     order: NDArray[np.int64], last: NDArray[np.bool_], levels: NDArray[np.int64], n_levels: int
 ) -> NDArray[np.float64]:  # pragma: no cover - compiled
-    """K_i = sum_j sign(x_j - x_i) sign(h_j - h_i) for every item (see services.stats._concordance_per_item).
+    """K_i = sum_j sign(x_j - x_i) sign(h_j - h_i) for every item (services.stats.ranks.concordance_per_item).
 
     ``order`` sorts x ascending, ``last`` ends its tie groups, ``levels`` is the human tie group (0..H-1) at
     each sorted position. Items of lower x count (lower h) - (higher h), items of higher x the opposite: a
