@@ -1,6 +1,6 @@
 """Monte Carlo coverage of every interval a report can show, on the kind of data the service sees.
 
-Tied data (STATS.md section 2): a latent quality z ~ N(0, 1) per output; two raters each give a 1-5 rating
+Tied data (docs/statistics.md §2): a latent quality z ~ N(0, 1) per output; two raters each give a 1-5 rating
 cut from z + N(0, 0.6^2) at -1, -0.3, 0.4, 1.1, and the human score is their mean; a metric's latent
 zm = rho z + sqrt(1 - rho^2) e becomes clip((e^{0.8 zm} - e^{0.8 q20}) / (e^{0.8 q90} - e^{0.8 q20}), 0, 1)
 rounded to 0.01 (about 21% zeros and 10% ones). n = 50 and 100 outputs, rho = 0, 0.3, 0.6.
@@ -15,7 +15,7 @@ Fisher limits for Pearson, on the Fieller limits for Spearman and Kendall) and, 
 jackknife-t of the difference ("jack-t": d -+ t_{n-1} se, se the jackknife SE of d); then the paired BCa and
 percentile bootstraps of the difference, which the report no longer shows because they under-cover.
 
-Pass/fail alignment (STATS.md section 9): the human score binarised at 4 (the 1-5 rubric's upper half); the
+Pass/fail alignment (docs/statistics.md §9): the human score binarised at 4 (the 1-5 rubric's upper half); the
 ROC AUC interval (DeLong's on the logit scale on independent outputs, the question BCa on pooled runs)
 against the population AUC; the held-out figures (Youden's J, kappa, accuracy,
 precision, recall: each half of the questions judged at the Youden threshold of the other half, jackknife-t

@@ -652,7 +652,7 @@ def ragas_path(items: list[Item], base_url: str, concurrency: int, fake: Any) ->
 
     from services.retrieval import default_model_path
 
-    def judge() -> Any:  # one wrapper per metric group: the wrapper mutates n/temperature (LIBRARIES.md 1B)
+    def judge() -> Any:  # one wrapper per metric group: it mutates n/temperature (docs/judges.md)
         http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
         return LangchainLLMWrapper(
             ChatOpenAI(model=MODEL, base_url=base_url, api_key=API_KEY, http_async_client=http)

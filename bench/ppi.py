@@ -1,6 +1,6 @@
 """Coverage and width of the prediction-powered estimate of a run's mean human score (services/ppi.py).
 
-Simulated runs on the tied data of STATS.md section 2: a latent quality z ~ N(0, 1) per output; two raters
+Simulated runs on the tied data of docs/statistics.md §2: a latent quality z ~ N(0, 1) per output; two raters
 each give a 1-5 rating cut from z + N(0, 0.6^2) at -1, -0.3, 0.4, 1.1, and the human score is their mean; the
 metric's latent zm = rho z + sqrt(1 - rho^2) e becomes clip((e^{0.8 zm} - e^{0.8 q20}) / (e^{0.8 q90} -
 e^{0.8 q20}), 0, 1) rounded to 0.01 (about 21 % zeros and 10 % ones). A run has N outputs; a random 10, 25

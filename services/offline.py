@@ -1,7 +1,7 @@
 """Switches that keep every library offline and quiet, set once at start-up (not in each user's shell).
 
 Without them Ragas posts telemetry on every LLM call, DeepEval and Opik phone home at exit, litellm fetches
-its cost map, and Hugging Face libraries try the hub (see shared LIBRARIES.md, section 0).
+its cost map, and Hugging Face libraries try the hub (docs/judges.md, offline and telemetry switches).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ left free, because the optimal lambda of a 0-1 metric for a 1-5 score is the reg
 the metric, typically 2-4, and a lower-is-better metric has a negative one. Clipping would throw away most of
 the gain (or all of it for a lower-is-better metric); any fixed lambda gives a valid interval and the tuned
 one converges to the optimum, so the asymptotic argument of the paper does not need the clip. lambda = 0 is
-the classical (rated-only) estimate; lambda = 1 is plain PPI (STATS.md section 7).
+the classical (rated-only) estimate; lambda = 1 is plain PPI (docs/statistics.md §7).
 
 The interval is theta +- t(n - 1) * SE_J, with SE_J the delete-one jackknife SE of the two samples (Arvesen
 1969; Efron & Tibshirani 1993, ch. 11): theta is recomputed, lambda re-tuned, with each rated output left out

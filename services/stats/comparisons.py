@@ -56,7 +56,7 @@ class DifferenceTest:
 
 @dataclass(frozen=True, slots=True)
 class DependentComparison:
-    """r(a, human) - r(b, human) on the same items, with the tests of STATS.md section 3."""
+    """r(a, human) - r(b, human) on the same items, with the tests of docs/statistics.md §3."""
 
     method: CorrMethod
     n: int
@@ -432,7 +432,7 @@ def adjust_p_values(p_values: Sequence[float | None], method: Literal["holm", "b
     if m:
         # Written out rather than statsmodels.multipletests: its Holm branch calls gc.collect() on every call
         # (0.25 s in a service process holding models), and the two formulas are a few lines. Same results
-        # as multipletests(method='holm' / 'fdr_bh'), checked against STATS.md section 4.
+        # as multipletests(method='holm' / 'fdr_bh'), checked against docs/statistics.md §4.
         order = np.argsort(values, kind="stable")
         ranked = values[order]
         if method == "holm":

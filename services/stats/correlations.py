@@ -90,7 +90,7 @@ def fisher_ci(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]
 
 
 def fisher_ci_width(r: float, n: int, confidence: float = 0.95) -> float:
-    """Width of the Fisher interval for r at n items (STATS.md section 8); same failure modes as fisher_ci."""
+    """Width of the Fisher interval for r at n items (docs/statistics.md §8); fails as fisher_ci does."""
     low, high = fisher_ci(r, n, confidence)
     return high - low
 
@@ -104,7 +104,7 @@ def kendall_tie_factor(x: ArrayLike, y: ArrayLike) -> float:
     """n0 / sqrt((n0 - n1)(n0 - n2)) on complete pairs: how much ties inflate tau-b over tau-a.
 
     n0 = n(n - 1)/2; n1, n2 = sum t(t - 1)/2 over the tie groups of x and of y. 1 without ties. Multiplying
-    the Fieller SE of atanh(tau-b) by it restores 95% coverage on tied ratings (STATS.md section 2, and
+    the Fieller SE of atanh(tau-b) by it restores 95% coverage on tied ratings (docs/statistics.md §2, and
     bench/coverage.py). Raises ValueError when either variable is constant (tau-b is undefined).
     """
     xc, yc, _ = complete_pairs(x, y)
@@ -118,7 +118,7 @@ def kendall_tie_factor(x: ArrayLike, y: ArrayLike) -> float:
 def atanh_se(
     method: CorrMethod, ci_method: str, r: float, n: int, x: FloatArray, y: FloatArray
 ) -> float | None:
-    """Standard error of atanh(r) (STATS.md sections 1-2); None when n is too small for the formula."""
+    """Standard error of atanh(r) (docs/statistics.md §1-2); None when n is too small for the formula."""
     if method == "kendall":
         if n <= 4:
             return None

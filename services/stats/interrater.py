@@ -76,7 +76,7 @@ class RaterPair:
 
 @dataclass(frozen=True, slots=True)
 class AgreementResult:
-    """Inter-rater agreement of a raters x items matrix (STATS.md section 5)."""
+    """Inter-rater agreement of a raters x items matrix (docs/statistics.md §5)."""
 
     rater_names: tuple[str, ...]
     scale_min: int
@@ -103,7 +103,7 @@ def _alpha_value(data: FloatArray, level: AlphaLevel, domain: list[float]) -> fl
     values = data[np.isfinite(data)]
     if values.size == 0 or float(np.ptp(values)) == 0.0:
         return None
-    # reliability_data is raters x items: the transpose silently gives another number (STATS.md §5).
+    # reliability_data is raters x items: the transpose silently gives another number (docs/statistics.md §5).
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
 
 

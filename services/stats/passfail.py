@@ -52,7 +52,7 @@ class Interval:
 
 @dataclass(frozen=True, slots=True)
 class PassFailResult:
-    """How well a metric's pass/fail decision agrees with the binarised human reference (STATS.md §9).
+    """How well a metric's pass/fail decision agrees with the binarised human reference (statistics §9).
 
     ``threshold`` is the metric value maximising Youden's J on the data (pass when the metric is at or above
     it, or at or below it for a lower-is-better metric); ``confusion`` is scikit-learn's matrix there, in

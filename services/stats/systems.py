@@ -15,7 +15,7 @@ from services.stats.correlations import CorrelationResult, kendall, pearson, spe
 
 @dataclass(frozen=True, slots=True)
 class PreferenceResult:
-    """Metric deltas against per-pair mean preference labels (STATS.md section 6)."""
+    """Metric deltas against per-pair mean preference labels (docs/statistics.md §6)."""
 
     n_pairs: int
     n_delta_missing: int

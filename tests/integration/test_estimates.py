@@ -182,7 +182,7 @@ def _judge_scores(client: TestClient, run: int, judge: dict[str, Any], key: str,
 
 
 def _zou(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
-    """STATS.md section 3, written out."""
+    """docs/statistics.md §3, written out."""
     l1, u1 = (math.tanh(math.atanh(r12) + s * 1.959963984540054 / math.sqrt(n - 3)) for s in (-1, 1))
     l2, u2 = (math.tanh(math.atanh(r13) + s * 1.959963984540054 / math.sqrt(n - 3)) for s in (-1, 1))
     c = ((r23 - 0.5 * r12 * r13) * (1 - r12**2 - r13**2 - r23**2) + r23**3) / ((1 - r12**2) * (1 - r13**2))
@@ -228,7 +228,7 @@ def test_judge_sensitivity_matches_scipy(client: TestClient) -> None:
         # Oriented: positive = a agrees better, the same for the lower-is-better metric.
         assert d["difference"] == pytest.approx(r12 - r13)
         assert (d["ci_low"], d["ci_high"]) == (pytest.approx(zou[0]), pytest.approx(zou[1]))
-        # STATS.md section 3, data set D: Williams' t p and Zou's interval.
+        # docs/statistics.md §3, data set D: Williams' t p and Zou's interval.
         assert d["p_value"] == pytest.approx(0.6351519788567549)
         assert (d["ci_low"], d["ci_high"]) == (
             pytest.approx(-0.3850283314391481),

@@ -1,4 +1,4 @@
-"""Agreement and correlation reports through the API, checked against the vectors of STATS.md."""
+"""Agreement and correlation reports through the API, checked against the vectors of docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ def test_report_bca_records_seed_and_resamples(client: TestClient) -> None:
     a = next(m for m in report["analyses"][0]["metrics"] if m["metric"] == "external.a")
     assert a["pearson"]["ci_method"] == "bca"
     # The report reads the BCa limits at the small-sample expanded level 2 Phi(sqrt(n/(n-1)) t_{n-1}) - 1
-    # (Hesterberg 2015): scipy's BCa at that level, wider than STATS.md's plain (0.3766, 0.9050).
+    # (Hesterberg 2015): scipy's BCa at that level, wider than the plain BCa vector (0.3766, 0.9050) of
+    # docs/statistics.md.
     level = 2 * sps.norm.cdf(np.sqrt(12 / 11) * sps.t.ppf(0.975, 11)) - 1
     x, h = np.array(A, dtype=float), (np.array(R1, dtype=float) + np.array(R2, dtype=float)) / 2
     ref = sps.bootstrap(

@@ -39,7 +39,7 @@ def test_ragas_result_to_pandas(client: TestClient, tmp_path: Path) -> None:
 
     from services.metrics.judges.ragas import _quiet_userid
 
-    _quiet_userid()  # Ragas leaves its telemetry id file open (LIBRARIES.md)
+    _quiet_userid()  # Ragas leaves its telemetry id file open (docs/judges.md)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from ragas.metrics import BleuScore, NonLLMContextRecall, RougeScore

@@ -1,6 +1,6 @@
-"""services.ppi against the published closed forms (STATS.md section 7; PPI++ of Angelopoulos, Duchi & Zrnic
-2023 as ppi_py 0.2.3 computes it) and its jackknife SE against brute-force leave-one-out, all written out here
-with numpy/scipy."""
+"""services.ppi against the published closed forms (docs/statistics.md §7; PPI++ of Angelopoulos, Duchi &
+Zrnic 2023 as ppi_py 0.2.3 computes it) and its jackknife SE against brute-force leave-one-out, all written
+out here with numpy/scipy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 from services import ppi
 
-# STATS.md section 7.
+# docs/statistics.md §7.
 Y7 = [1, 1, 0, 1, 0, 1, 1, 0, 1, 1]
 F7 = [1, 1, 1, 1, 1, 1, 1, 0, 1, 1]
 U7 = [1, 1, 1, 1, 0, 1, 1, 1, 1, 0] * 4

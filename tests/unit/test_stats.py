@@ -1,4 +1,4 @@
-"""services.stats against every figure of STATS.md, scipy.stats.bootstrap, and the undefined cases."""
+"""services.stats against the test vectors of docs/statistics.md, scipy.stats.bootstrap, undefined cases."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ from services.stats import (
 )
 
 TIGHT = 1e-12
-BOOT = 0.03  # STATS.md: bootstrap and Monte Carlo figures depend on seed and version
+BOOT = 0.03  # docs/statistics.md: bootstrap and Monte Carlo figures depend on seed and version
 
-# Toy data set D (STATS.md)
+# Toy data set D (docs/statistics.md, test vectors)
 R1 = np.array([1, 2, 2, 3, 3, 4, 4, 5, 5, 3, 2, 4], dtype=float)
 R2 = np.array([1, 1, 3, 3, 4, 4, 5, 5, 4, 2, 2, 3], dtype=float)
 R3 = np.array([1, 2, 3, 3, np.nan, 4, 5, 4, 5, np.nan, 1, 4])
@@ -93,7 +93,7 @@ def test_pearson_bootstrap_intervals_match_stats_md() -> None:
 
 
 def test_stacking_rater_rows_gives_the_falsely_narrow_figure() -> None:
-    # The pitfall STATS.md warns about, reproduced: n doubles and the interval narrows.
+    # The pitfall docs/statistics.md §1 warns about, reproduced: n doubles and the interval narrows.
     res = pearson(np.concatenate([R1, R2]), np.concatenate([A, A]))
     assert res.n == 24
     assert res.estimate == approx(0.7034, 5e-5)
@@ -733,7 +733,7 @@ def test_rank_difference_is_zou_on_the_fieller_intervals() -> None:
     assert (test.statistic, test.p_value) == (approx(z), approx(2 * sps.norm.sf(abs(z))))
     comp = stats.compare_correlations(A, B, H, method="spearman", n_resamples=0)
     assert (comp.zou_low, comp.zou_high, comp.rank_z) == (approx(low), approx(high), test)
-    # Pearson's Zou interval is the same construction on the Fisher limits (STATS.md section 3 vector).
+    # Pearson's Zou interval is the same construction on the Fisher limits (docs/statistics.md §3 vector).
     r = (0.5, 0.3, 0.4)
     assert stats.mover_ci(
         0.5, stats.fisher_ci(0.5, 100), 0.3, stats.fisher_ci(0.3, 100), stats._zou_c(*r)

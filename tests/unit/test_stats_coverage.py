@@ -63,7 +63,7 @@ def test_pearson_bca_interval_covers_95_percent() -> None:
 
 
 def test_rank_intervals_match_stats_md_coverage() -> None:
-    # STATS.md section 2 (n = 96, rho = .5): Spearman Fieller .951, Bonett-Wright .955, Kendall Fieller .954.
+    # docs/statistics.md §2 (n = 96, rho = .5): Spearman Fieller .951, Bonett-Wright .955, Kendall .954.
     rho = 0.5
     rho_s = 6 / math.pi * math.asin(rho / 2)  # population Spearman rho of a bivariate normal
     tau = 2 / math.pi * math.asin(rho)  # population Kendall tau

@@ -1,4 +1,4 @@
-"""Pass/fail alignment (STATS.md section 9) against scikit-learn on the same data."""
+"""Pass/fail alignment (docs/statistics.md §9) against scikit-learn on the same data."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ contradict (1 = no hallucination, higher is better); the registry's "share of co
 better" describes DeepEval 3.
 
 The judge is a small ``DeepEvalBaseLLM``. DeepEval's ``LocalModel`` builds a new OpenAI client (and TLS
-context) on every request, which made it CPU-bound (LIBRARIES.md section 9); here one judge per scoring call
+context) on every request, which made it CPU-bound (docs/judges.md, each library's own batch path); here
+one judge per scoring call
 runs on the batch's keep-alive pool to the gateway (each request's scope travels in a header), and the JSON
 schema of each response class is built once per process.
 

@@ -5,7 +5,7 @@ extraction call each), then checks them jointly (up to 5 claims per prompt) in f
 claims against the reference (``answer2response``: precision), reference claims against the answer
 (``response2answer``: recall), reference claims against each context (``retrieved2answer``: claim recall,
 context precision) and answer claims against each context (``retrieved2response``: faithfulness). With 2
-claims and 3 contexts that is 2 + 1 + 1 + 3 + 3 = 10 calls (LIBRARIES.md section 4). The metrics are numpy
+claims and 3 contexts that is 2 + 1 + 1 + 3 + 3 = 10 calls (docs/judges.md, RAGChecker). The metrics are numpy
 formulas over those verdicts (``ragchecker.computation``), never recomputed here.
 
 One pass, reused by every metric. Each sample's ``RAGResults`` is RAGChecker's own checkpoint JSON, kept
@@ -28,7 +28,8 @@ retries) with bounded concurrency and raises on the first failure, which fails t
 
 One library call per sample, not per batch. ``RAGChecker.evaluate`` accepts many samples, but its prompts
 are per sample anyway, and a batch call fails as a whole on one bad judge call (the library has no per-item
-error) and waits for the slowest request of each batch (LIBRARIES.md section 9: 0.30 efficiency). So each
+error) and waits for the slowest request of each batch (docs/judges.md, each library's own batch path: 0.30
+efficiency). So each
 sample is evaluated on its own, in the process's RAGChecker threads, which gives per-sample gateway scopes
 (tokens and latency per score), per-sample errors and no batch barrier; the values are the same.
 
@@ -81,7 +82,7 @@ EXTRACTOR_MAX_NEW_TOKENS = 1000
 # key and of the score configuration.
 PROMPT_VERSION = 1
 SCALE = "0-100 (percent; RAGChecker's per-sample fraction x 100, unrounded)"
-# What refchecker's extractor and joint checker send (LIBRARIES.md section 4): requests look the same.
+# What refchecker's extractor and joint checker send (docs/judges.md, RAGChecker): requests look the same.
 EXTRACT_TEMPERATURE = 1e-5
 CHECK_TEMPERATURE = 0.0
 CHECK_MAX_TOKENS = JOINT_CHECK_NUM * 10 + 100

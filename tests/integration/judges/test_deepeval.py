@@ -38,7 +38,7 @@ ANSWERS = {
     "q2": "Il faut appeler le service client ; la résiliation prend effet sous 10 jours.",
     "q3": "24,99 € contre 9,99 €.",
 }
-# Judge calls per sample with include_reason=True (LIBRARIES.md section 2), 3 contexts.
+# Judge calls per sample with include_reason=True (docs/judges.md, DeepEval), 3 contexts.
 CALLS = {
     "deepeval.hallucination": 2,
     "deepeval.answer_relevancy": 3,

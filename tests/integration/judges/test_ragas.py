@@ -314,7 +314,7 @@ def test_every_metric_gives_a_value_with_the_documented_calls_per_sample(
             for m in ALL:
                 col = m + ("@5" if "context" in m or "faithfulness" in m else "")
                 assert isinstance(rows[q][col], float), (q, col, rows[q].get(col + ".error"))
-        # LIBRARIES.md 1A, with q1's 3 contexts
+        # docs/judges.md, Ragas, with q1's 3 contexts
         expected = {
             "ragas.faithfulness@5": 2,
             "ragas.answer_relevancy": 3,
