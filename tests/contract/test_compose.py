@@ -143,7 +143,7 @@ def test_api_and_workers_share_the_data_volume(compose: dict[str, Any], services
 
 
 def test_readme_documents_the_compose_setup() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
     assert "docker compose up" in readme
     for name in ("worker-1", "worker-2", "migrate"):
         assert name in readme

@@ -1,4 +1,4 @@
-"""The README's account of the report's intervals says what the report's own ``interval_rule`` says."""
+"""The reports page's account of the report's intervals says what the report's own ``interval_rule`` says."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from services.reports.service import interval_mode
 
-README = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+README = " ".join((Path(__file__).resolve().parents[2] / "docs/reports.md").read_text(encoding="utf-8").split())
 
 
 def _rule(ci: str, n_items: int = 50, n_questions: int = 50) -> str:
