@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.resources import resources_of
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
 
@@ -67,7 +68,7 @@ class RequestGuard:
             return
         method = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        settings = self.fastapi_app.state.settings
+        settings = resources_of(self.fastapi_app).settings
         if method in UNSAFE:
             refusal = _cross_origin(headers, scope, settings.allowed_origins)
             if refusal is not None:
