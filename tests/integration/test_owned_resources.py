@@ -20,9 +20,11 @@ from services.rag.index import IndexCache, LoadedIndex
 from services.rag.llm import LLMClients
 from services.resources import Resources
 from services.retrieval import DenseSearch, HybridRetriever
+from tests.api.helpers import upload
 from tests.conftest import admin_client
 from tests.fakellm import FakeLLM
-from tests.integration.test_rag import indexed
+from tests.integration.test_rag import DEMO
+from tests.integration.test_scoring import drain
 
 
 def _loaded(fp: str) -> LoadedIndex:
@@ -73,9 +75,19 @@ def client(settings: Settings, engine: Any, tmp_path: Path) -> Iterator[TestClie
         yield c
 
 
+def _indexed(client: TestClient, name: str) -> int:
+    ds = int(client.post("/datasets", json={"name": name, "language": "fr"}).json()["id"])
+    assert upload(
+        client, f"/datasets/{ds}/documents", "d.jsonl", (DEMO / "documents.jsonl").read_bytes()
+    ).is_success
+    assert client.post(f"/datasets/{ds}/index").status_code == 202
+    drain(client)
+    return ds
+
+
 def test_deleting_a_dataset_drops_its_loaded_index(client: TestClient) -> None:
     res: AppResources = resources_of(client.app)  # type: ignore[arg-type]
-    kept, gone = indexed(client), indexed(client)
+    kept, gone = _indexed(client, "kept"), _indexed(client, "gone")
     for ds in (kept, gone):
         r = client.post(f"/datasets/{ds}/retrieve", json={"query": "forfait", "mode": "bm25"})
         assert r.status_code == 200
