@@ -26,6 +26,7 @@ from fastapi import Depends, Request, Response
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 from itsdangerous import BadSignature, TimestampSigner
 
+from app.resources import get_resources
 from app.settings import Settings
 from services.accounts import service as accounts
 from services.accounts.schemas import Identity, Role
@@ -173,12 +174,11 @@ class AuthState:
 
 
 def auth_state(request: Request) -> AuthState:
-    state: AuthState = request.app.state.auth
-    return state
+    return get_resources(request).auth
 
 
 def _session_token(request: Request, cookie: str) -> str | None:
-    settings: Settings = request.app.state.settings
+    settings = get_resources(request).settings
     try:
         max_age = int(settings.auth.session_hours * 3600)
         raw = auth_state(request).signer("session").unsign(cookie, max_age=max_age)
@@ -197,7 +197,7 @@ async def current_identity(
     The look-up (and the key's hash check) runs in a thread, on a read session of its own, in a slot of the
     app's credential look-ups (``app.deps.DbSlots``) waited for on the loop; concurrent first uses of one key
     share one hash check (``KeyChecks``)."""
-    settings: Settings = request.app.state.settings
+    settings = get_resources(request).settings
     identity = None
     if bearer is not None:
         state = auth_state(request)
@@ -218,9 +218,9 @@ async def current_identity(
 
 
 async def _look_up(request: Request, fn: Callable[..., Identity | None], *args: Any) -> Identity | None:
-    state = request.app.state
-    async with state.db_slots.lookups:
-        return await anyio.to_thread.run_sync(partial(run_transaction, state.read_session_factory, fn, *args))
+    res = get_resources(request)
+    async with res.db_slots.lookups:
+        return await anyio.to_thread.run_sync(partial(run_transaction, res.read_session_factory, fn, *args))
 
 
 IdentityDep = Annotated[Identity | None, Depends(current_identity)]
@@ -261,7 +261,7 @@ def access(read: frozenset[Role], write: frozenset[Role]) -> Callable[..., Ident
 
 
 def set_session_cookie(request: Request, response: Response, token: str) -> None:
-    settings: Settings = request.app.state.settings
+    settings = get_resources(request).settings
     response.set_cookie(
         SESSION_COOKIE,
         auth_state(request).signer("session").sign(token).decode(),
@@ -278,7 +278,7 @@ def clear_session_cookie(request: Request, response: Response) -> None:
 
 
 def _secure(request: Request) -> bool:
-    settings: Settings = request.app.state.settings
+    settings = get_resources(request).settings
     forced = settings.auth.cookie_secure
     return forced if forced is not None else request.url.scheme == "https"
 

@@ -96,21 +96,20 @@ def _serve(host: str, port: int) -> None:
 
 
 def _worker(worker_id: str | None, once: bool) -> None:
-    from services.db import ensure_migrated, make_engine, make_session_factory
+    from services.db import ensure_migrated
     from services.jobs.queue import make_worker
     from services.jobs.worker import JobContext
-    from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
+    from services.resources import Resources
 
     apply_offline_env()
     settings = get_settings()
-    engine = make_engine(settings.database_url)
-    ensure_migrated(engine, settings.database_url, settings.auto_migrate)
-    factory = make_session_factory(engine)
     # Judge calls go through settings.judge.gateway_url when set (one bound shared with other workers),
-    # else through a gateway of this process's own.
-    resources = ScoringResources(settings, factory)
-    worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)
+    # else through a gateway of this process's own. The engine is the resources' own (disposed on close).
+    resources = Resources.open(settings)
+    engine = resources.engine
+    ensure_migrated(engine, settings.database_url, settings.auto_migrate)
+    worker = make_worker(JobContext(resources.session_factory, settings, resources), worker_id=worker_id)
     print(
         f"ragmeta worker {worker.worker_id} on {engine.url.render_as_string(hide_password=True)}", flush=True
     )

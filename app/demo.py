@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from services.jobs.worker import JobContext, Worker
 from services.rag import service as rag
 from services.ratings import service as ratings
 from services.reports.honesty import ILLUSTRATIVE_NOTE, ILLUSTRATIVE_RATERS
+from services.resources import Resources
 from services.runs import service as runs
 from services.runs.repository import RunRepository
 from services.runs.schemas import RunCreate, SystemConfig
@@ -51,7 +53,14 @@ def _rows(path: Path) -> Any:
 
 
 def _drain(factory: sessionmaker[Session], settings: Settings, job_id: int, label: str, say: Say) -> None:
-    worker = Worker(JobContext(factory, settings), worker_id="demo")
+    # The job's loaded index, models and clients last for the job, not one batch.
+    with closing(Resources.open(settings, session_factory=factory)) as resources:
+        _drain_with(
+            Worker(JobContext(factory, settings, resources), worker_id="demo"), factory, job_id, label, say
+        )
+
+
+def _drain_with(worker: Worker, factory: sessionmaker[Session], job_id: int, label: str, say: Say) -> None:
     last = -1.0
     while worker.run_once():
         with factory() as s:

@@ -32,6 +32,7 @@ from fastapi import Depends, Path, Query, Request, params
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 
+from app.resources import get_resources
 from app.settings import Settings
 from services.db import run_transaction
 from services.types import MAX_ID, MAX_INT
@@ -42,13 +43,12 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def get_settings_dep(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+    return get_resources(request).settings
 
 
 def _factory(request: Request, read: bool = False) -> Any:
-    state = request.app.state
-    return state.read_session_factory if read or request.method in SAFE_METHODS else state.session_factory
+    res = get_resources(request)
+    return res.read_session_factory if read or request.method in SAFE_METHODS else res.session_factory
 
 
 class DbSlots:
@@ -75,8 +75,7 @@ class DbSlots:
 
 
 def db_slots(request: Request) -> DbSlots:
-    slots: DbSlots = request.app.state.db_slots
-    return slots
+    return get_resources(request).db_slots
 
 
 async def get_db(request: Request) -> AsyncIterator[Session]:

@@ -18,6 +18,7 @@ from app.auth import AuthState, access
 from app.deps import DbSlots
 from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard, upload_routes
+from app.resources import AppResources
 from app.routers import (
     accounts,
     comparisons,
@@ -43,17 +44,17 @@ from app.security import SecurityHeaders
 from app.settings import Settings, get_settings
 from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
-from services.db import ensure_migrated, make_engine, make_session_factory, pool_capacity
+from services.db import ensure_migrated, make_engine, pool_capacity
 from services.jobs.processes import WorkerProcesses, worker_count
 from services.jobs.queue import make_worker
 from services.jobs.worker import JobContext
-from services.metrics.resources import ScoringResources
 from services.offline import apply_offline_env
 from services.ratings.schemas import PreferenceIn, RaterCreate, RatingIn
 from services.reports.cache import ReportCache
 from services.reports.comparison_schemas import PairwiseRead, SystemsRead
 from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
+from services.resources import Resources
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
 from services.tasks.schemas import ExportRow
@@ -96,6 +97,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     apply_offline_env()
     engine = make_engine(settings.database_url, settings.database_wait_s)
+    core = Resources.open(settings, engine)
+    read_factory = core.read_session_factory
+    resources = AppResources(
+        settings=settings,
+        core=core,
+        db_slots=DbSlots(pool_capacity(engine)),
+        report_limiter=anyio.CapacityLimiter(settings.max_concurrent_reports),
+        import_limiter=anyio.CapacityLimiter(settings.max_concurrent_imports),
+        answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
+        report_cache=ReportCache(settings.report_cache_size),
+        section_cache=ReportCache(settings.report_cache_size),
+        report_pool=ReportPool(settings, read_factory, settings.report_processes),
+        auth=AuthState(settings),
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -105,34 +120,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # hook runs then, so a child not ended here would outlive the server with its database connections.
         stack = ExitStack()
         stack.callback(engine.dispose)
-        stack.callback(app.state.report_pool.close)
+        stack.callback(resources.report_pool.close)
         try:
             # Every request holding a database slot can always get a thread, with threads to spare.
             threads = anyio.to_thread.current_default_thread_limiter()
-            threads.total_tokens = max(threads.total_tokens, app.state.db_slots.total + 16)
+            threads.total_tokens = max(threads.total_tokens, resources.db_slots.total + 16)
             # Refuse to serve a database that is behind the code (or migrate it, when told to).
             ensure_migrated(engine, settings.database_url, settings.auto_migrate)
-            # Scoring's long-lived resources (loop, judge gateway, pools, models) belong to the app.
-            resources = ScoringResources(settings, app.state.session_factory)
-            stack.callback(resources.close)
-            app.state.scoring = resources
-            app.state.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
+            # The long-lived resources (scoring loop, judge gateway, pools, models, indexes, LLM clients)
+            # belong to the app: made anew when an app is started again after a shutdown.
+            if resources.core.closed:
+                resources.core = Resources.open(settings, engine)
+            core = resources.core
+            stack.callback(core.close)
+            resources.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
             worker, processes = None, None
             if settings.jobs.embedded_worker:
                 count = worker_count(settings)
                 if count == 0:
                     worker = make_worker(
-                        JobContext(app.state.session_factory, settings, resources), worker_id="embedded"
+                        JobContext(core.session_factory, settings, core), worker_id="embedded"
                     )
                     stack.callback(worker.stop)
                     worker.start()
                 else:
                     # Worker processes send their judge calls through this process's gateway: one bound.
-                    gateway = await anyio.to_thread.run_sync(resources.gateway_url)
+                    gateway = await anyio.to_thread.run_sync(core.scoring.gateway_url)
                     processes = WorkerProcesses(settings, gateway, count)
                     stack.callback(processes.stop)
                     await anyio.to_thread.run_sync(processes.start)
-            app.state.worker, app.state.worker_processes = worker, processes
+            resources.worker, resources.worker_processes = worker, processes
             yield
         finally:
             with anyio.CancelScope(shield=True):
@@ -148,22 +165,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.session_factory = make_session_factory(engine)
-    app.state.read_session_factory = make_session_factory(engine, write=False)
-    # Requests wait on the loop for a database slot, one per connection the pool can lend (app.deps.DbSlots).
-    app.state.db_slots = DbSlots(pool_capacity(engine))
-    # Report renders are CPU-bound: a few at a time, waiting on the loop rather than in pool threads.
-    app.state.report_limiter = anyio.CapacityLimiter(settings.max_concurrent_reports)
-    # Study imports parse and locate text (CPU) in threads: a few at a time.
-    app.state.import_limiter = anyio.CapacityLimiter(settings.max_concurrent_imports)
-    app.state.answer_limiter = anyio.CapacityLimiter(settings.generator.max_concurrency)
-    app.state.report_cache = ReportCache(settings.report_cache_size)
-    app.state.section_cache = ReportCache(settings.report_cache_size)
-    app.state.report_inflight = {}
-    app.state.report_pool = ReportPool(settings, app.state.read_session_factory, settings.report_processes)
-    app.state.auth = AuthState(settings)
+    # The one attribute of app.state: everything else the app owns is typed in it (app.resources).
+    app.state.resources = resources
     install_error_handlers(app)
     app.add_middleware(RequestGuard, fastapi_app=app)
     # Outermost: the guard's own refusals carry the headers too.
@@ -192,8 +195,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
     web.mount_static(app)
-    app.state.upload_routes = upload_routes(app)
-    if not app.state.upload_routes:
+    resources.upload_routes = upload_routes(app)
+    if not resources.upload_routes:
         # Without them every batch upload would meet the plain-body limit (1 MiB) instead of its own.
         raise RuntimeError("no batch upload route found in the app's routes (app.middleware.upload_routes)")
 

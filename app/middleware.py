@@ -9,9 +9,8 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
@@ -21,6 +20,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.auth import is_loopback
+from app.resources import UploadRoute, resources_of
 from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
@@ -35,12 +35,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Parsing a JSON body of this size or more is done in a thread rather than on the event loop.
 _THREAD_PARSE_BYTES = 64 * 1024
-
-
-class UploadRoute(NamedTuple):
-    path: str
-    regex: re.Pattern[str]
-    methods: frozenset[str]
 
 
 def upload_routes(app: FastAPI) -> list[UploadRoute]:
@@ -70,7 +64,7 @@ class RequestGuard:
 
     def _is_upload(self, method: str, path: str) -> bool:
         # Found once the routers are included (app.main.create_app), which refuses to build without any.
-        uploads: list[UploadRoute] = self.fastapi_app.state.upload_routes
+        uploads = resources_of(self.fastapi_app).upload_routes
         return any(method in u.methods and u.regex.match(path) for u in uploads)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -84,7 +78,7 @@ class RequestGuard:
             await _envelope(exc.status, exc.code, exc.detail, exc.items)(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        settings = self.fastapi_app.state.settings
+        settings = resources_of(self.fastapi_app).settings
         if not settings.auth.enabled:
             refusal = _foreign_host(headers.get("host"), settings.auth.open_hosts)
             if refusal is not None:

@@ -76,11 +76,11 @@ def run(
         auth=auth,  # type: ignore[arg-type]
     )
     app = create_app(settings)
-    with session_scope(app.state.session_factory) as s:
-        admin = accounts.issue_key(s, app.state.auth.hasher, KeyCreate(name="admin", role=Role.admin)).key
+    with session_scope(app.state.resources.session_factory) as s:
+        admin = accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name="admin", role=Role.admin)).key
         names = [f"r{i}" for i in range(raters)]
         keys = {
-            n: accounts.issue_key(s, app.state.auth.hasher, KeyCreate(name=n, role=Role.rater)).key
+            n: accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name=n, role=Role.rater)).key
             for n in names
         }
     served = Served(app).start()

@@ -54,8 +54,8 @@ def main() -> None:
     n = args.questions
     app = create_app(settings)
     with TestClient(app) as c:
-        with session_scope(app.state.session_factory) as s:
-            key = accounts.issue_key(s, app.state.auth.hasher, KeyCreate(name="bench", role=Role.admin)).key
+        with session_scope(app.state.resources.session_factory) as s:
+            key = accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name="bench", role=Role.admin)).key
         c.headers["Authorization"] = f"Bearer {key}"
         ds = c.post("/datasets", json={"name": "bench", "language": "en"}).json()["id"]
         doc = " ".join(f"Sentence {i} of the document." for i in range(400))

@@ -95,6 +95,9 @@ class RetrievalSettings(BaseModel):
     # measures recall@5 against exact search at 1M chunks).
     dense_exact_below: int = Field(default=100_000, ge=0)
     dense_rerank: int = Field(default=300, ge=0)
+    # Loaded indexes a process keeps in memory (each holds its chunks, BM25 arrays and embeddings), the least
+    # recently used dropped first.
+    max_loaded_indexes: int = Field(default=8, ge=1, le=4096)
 
 
 class JobSettings(BaseModel):

@@ -119,16 +119,6 @@ def pool_capacity(engine: Engine) -> int:
     return 16
 
 
-_shared: dict[str, sessionmaker[Session]] = {}
-
-
-def shared_session_factory(url: str) -> sessionmaker[Session]:
-    """One engine per URL per process, for components built from settings alone (the judge cache)."""
-    if url not in _shared:
-        _shared[url] = make_session_factory(make_engine(url))
-    return _shared[url]
-
-
 def make_session_factory(engine: Engine, write: bool = True) -> sessionmaker[Session]:
     """Sessions on ``engine``. On SQLite, a write session's transaction takes the write lock when it begins
     (``BEGIN IMMEDIATE``), so reading then writing never fails on a stale snapshot; a read session
@@ -144,7 +134,7 @@ def read_factory(factory: sessionmaker[Session]) -> sessionmaker[Session]:
 
 
 # PostgreSQL SQLSTATEs worth a second attempt: another transaction won a race the next attempt will see.
-_RETRY_SQLSTATES = {"40001", "40P01", "23505"}
+_RETRY_SQLSTATES = frozenset({"40001", "40P01", "23505"})
 
 
 def is_transient(exc: BaseException) -> bool:

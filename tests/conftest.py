@@ -256,9 +256,9 @@ def open_mode(settings: Settings) -> Settings:
 
 def issue_key(app: FastAPI, name: str, role: Role | str = Role.admin) -> str:
     """A new API key for the account (created with ``role`` if missing), written straight to the store."""
-    with session_scope(app.state.session_factory) as s:
+    with session_scope(app.state.resources.session_factory) as s:
         data = KeyCreate(name=name, role=Role(role))
-        return accounts.issue_key(s, app.state.auth.hasher, data).key
+        return accounts.issue_key(s, app.state.resources.auth.hasher, data).key
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request
 
 from app.deps import CommittingRoute, DatasetId, JobId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.resources import ResourcesDep
 from services.deletion import service
 from services.deletion.service import DeleteReport
 
@@ -18,14 +19,20 @@ Cascade = Query(False, description="also delete what depends on it (listed in th
     "/datasets/{dataset_id}", response_model=DeleteReport, responses=responses(404, 409), tags=["datasets"]
 )
 async def delete_dataset(
-    dataset_id: DatasetId, request: Request, settings: SettingsDep, cascade: bool = Cascade
+    dataset_id: DatasetId,
+    request: Request,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    cascade: bool = Cascade,
 ) -> DeleteReport:
     """Delete a dataset; with `cascade=true` its documents, questions, runs and everything under them too.
-    Its index files are removed once the rows are gone (committed)."""
+    Its loaded index is dropped from memory and its index files removed once the rows are gone
+    (committed)."""
     report = await run_in_session(request, service.delete_dataset, dataset_id, cascade)
-    if settings.data_dir is not None:
-        note = await anyio.to_thread.run_sync(service.remove_index_files, settings.data_dir, dataset_id)
-        report.notes += [note] if note else []
+    note = await anyio.to_thread.run_sync(
+        service.remove_index, settings.data_dir, resources.indexes, dataset_id
+    )
+    report.notes += [note] if note else []
     return report
 
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 
 from app.deps import CommittingRoute, DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.resources import ResourcesDep
 from services.jobs.service import JobRead
 from services.rag import service
 from services.rag.schemas import AnswerRequest, AnswerResponse, GenerateRequest
@@ -18,17 +19,29 @@ router = APIRouter(tags=["generation"], route_class=CommittingRoute)
     "/datasets/{dataset_id}/answer", response_model=AnswerResponse, responses=responses(404, 409, 422, 502)
 )
 async def answer(
-    dataset_id: DatasetId, body: AnswerRequest, request: Request, settings: SettingsDep
+    dataset_id: DatasetId,
+    body: AnswerRequest,
+    request: Request,
+    settings: SettingsDep,
+    resources: ResourcesDep,
 ) -> AnswerResponse:
     """Top-k chunks into the configured LLM, or the extractive baseline when no LLM is configured."""
+    indexes = resources.indexes
     context = await run_in_session(
-        request, service.answer_context, settings, dataset_id, body.question, body.k, body.mode, read=True
+        request,
+        service.answer_context,
+        settings,
+        indexes,
+        dataset_id,
+        body.question,
+        body.k,
+        body.mode,
+        read=True,
     )
     # Threads of their own (the limiter's), so that answers waiting on the LLM never take the threads
     # database work needs.
-    limiter = request.app.state.answer_limiter
     return await anyio.to_thread.run_sync(
-        service.answer_from, settings, body.question, context, limiter=limiter
+        service.answer_from, settings, resources.llm, body.question, context, limiter=resources.answer_limiter
     )
 
 

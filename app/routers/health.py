@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.deps import CommittingRoute, SettingsDep
+from app.resources import get_resources
 from services.db import current_revision, head_revision
 
 router = APIRouter(tags=["health"], route_class=CommittingRoute)
@@ -21,7 +22,7 @@ class Health(BaseModel):
 @router.get("/healthz", response_model=Health)
 def healthz(request: Request, settings: SettingsDep) -> Health:
     """Database reachability, migration state and which optional components are configured."""
-    engine = request.app.state.engine
+    engine = get_resources(request).engine
     db: dict[str, Any] = {"backend": engine.dialect.name, "head": head_revision()}
     try:
         with engine.connect() as conn:

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from app.deps import CommittingRoute, RunId, SeedQuery, SettingsDep, run_in_session
 from app.errors import responses
+from app.resources import get_resources
 from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
@@ -93,16 +94,18 @@ def _run_ids(runs: str) -> list[int]:
 async def _compute(request: Request, fn: Any, *args: Any) -> Any:
     """CPU-bound report work: in a report worker process when the app has them (the API's GIL stays free),
     else in a thread under the report limiter (see app.deps for the rule)."""
-    pool = request.app.state.report_pool
+    pool = get_resources(request).report_pool
     if pool.processes:
         return await asyncio.wrap_future(pool.submit(fn, *args))
-    return await anyio.to_thread.run_sync(pool.run_here, fn, *args, limiter=request.app.state.report_limiter)
+    return await anyio.to_thread.run_sync(
+        pool.run_here, fn, *args, limiter=get_resources(request).report_limiter
+    )
 
 
 async def _cached(request: Request, cache: ReportCache[T], key: Hashable, compute: Callable[[], Any]) -> T:
     """``cache[key]``, or the awaited ``compute()`` stored there; identical requests arriving together share
     one computation."""
-    state = request.app.state
+    state = get_resources(request)
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -130,7 +133,7 @@ async def _build(request: Request, run_ids: list[int], params: ReportParams) -> 
         await run_in_session(request, report_version, run_ids),
     )
     compute = partial(_compute, request, render.report, run_ids, params.kwargs)
-    return await _cached(request, request.app.state.report_cache, key, compute)
+    return await _cached(request, get_resources(request).report_cache, key, compute)
 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
@@ -214,7 +217,7 @@ async def _page(request: Request, run_ids: list[int], params: ReportParams) -> H
     version = await run_in_session(request, render.sections_version, run_ids)
     key = ("sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
     compute = partial(_compute, request, render.sections, report, run_ids)
-    extra: str = await _cached(request, request.app.state.section_cache, key, compute)
+    extra: str = await _cached(request, get_resources(request).section_cache, key, compute)
     return with_inline_styles(HTMLResponse(await _compute(request, render.page, report, run_ids, extra)))
 
 

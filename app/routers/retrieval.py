@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.deps import CommittingRoute, DatasetId, ReadSessionDep, SessionDep, SettingsDep
 from app.errors import responses
+from app.resources import ResourcesDep
 from services.jobs.service import JobRead
 from services.rag import service
 from services.rag.schemas import IndexRequest, RetrieveRequest, RetrieveResponse
@@ -27,7 +28,11 @@ def index_dataset(
     "/datasets/{dataset_id}/retrieve", response_model=RetrieveResponse, responses=responses(404, 409, 422)
 )
 def retrieve(
-    dataset_id: DatasetId, body: RetrieveRequest, session: ReadSessionDep, settings: SettingsDep
+    dataset_id: DatasetId,
+    body: RetrieveRequest,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
 ) -> RetrieveResponse:
     """Ranked chunks with their document, exact character offsets, text and score."""
-    return service.retrieve(session, settings, dataset_id, body.query, body.k, body.mode)
+    return service.retrieve(session, settings, resources.indexes, dataset_id, body.query, body.k, body.mode)

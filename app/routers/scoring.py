@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep
 from app.errors import responses
+from app.resources import get_resources
 from services.jobs.service import JobRead
 from services.metrics import registry
 from services.metrics.base import package_version
@@ -87,7 +88,8 @@ async def score_samples(
     The request waits its turn when ``scoring.max_inline_requests`` are being scored; the work runs on the
     scoring loop, not on this event loop. Larger sets: import them as a run and POST /runs/{id}/scoring-jobs.
     A metric the samples lack an input for, an unknown metric or too many samples: 422 naming each one."""
-    state = request.app.state
+    state = get_resources(request)
+    assert state.inline_slots is not None  # made by the lifespan, before any request
     async with state.inline_slots:
         future = state.scoring.submit(score_inline(settings, state.scoring, body))
         return await asyncio.wrap_future(future)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from app.deps import CommittingRoute, SettingsDep, run_in_session
 from app.errors import responses
+from app.resources import get_resources
 from app.uploads import check_form_text, too_large, upload_body
 from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
@@ -160,7 +161,7 @@ async def import_study(
         passages=await _read(passages, "passages", limit),
         passages_name=passages.filename if passages else None,
     )
-    state = request.app.state
+    state = get_resources(request)
     for attempt in range(1, ATTEMPTS + 1):
         # A short read, planning (parsing, locating: CPU) outside any transaction, then one short write.
         snap = await anyio.to_thread.run_sync(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -23,6 +23,9 @@ from services.errors import Conflict, InvalidItems, ItemError, NotFound
 from services.jobs.repository import JobRepository
 from services.models import Job, MetricScore, MetricScoreHistory, Rating, RatingHistory
 from services.runs.repository import RunRepository
+
+if TYPE_CHECKING:
+    from services.rag.index import IndexCache
 
 ACTIVE = ("queued", "running")
 
@@ -77,9 +80,9 @@ def _merge(total: Counter[str], rows: dict[str, int]) -> None:
 
 def delete_dataset(session: Session, dataset_id: int, cascade: bool) -> DeleteReport:
     """Delete a dataset; with ``cascade`` also its documents, questions, passages, runs (outputs, chunks,
-    ratings, scores), their jobs and its index state. Raises NotFound, Conflict. Its index files are
-    removed by ``remove_index_files`` once this transaction has committed (were they removed first and the
-    commit failed, the dataset would stay with its index gone)."""
+    ratings, scores), their jobs and its index state. Raises NotFound, Conflict. Its loaded index and its
+    files are removed by ``remove_index`` once this transaction has committed (were they removed first and
+    the commit failed, the dataset would stay with its index gone)."""
     repo = DeletionRepository(session)
     dataset = DatasetRepository(session).get(dataset_id)
     if dataset is None:
@@ -105,6 +108,17 @@ def delete_dataset(session: Session, dataset_id: int, cascade: bool) -> DeleteRe
     total["run"] += repo.delete_run_rows(repo.runs_of(dataset_id))
     _merge(total, repo.delete_dataset_rows(dataset_id))
     return DeleteReport(deleted=what, rows=dict(total), notes=[])
+
+
+def remove_index(data_dir: Path | None, indexes: IndexCache | None, dataset_id: int) -> str | None:
+    """Drop a deleted dataset's index from ``indexes`` (the loaded ones: its memory is freed, and a new
+    dataset given the same id never finds it) and remove its files under ``data_dir``; the note to report,
+    if there were files."""
+    if indexes is not None:
+        indexes.evict(dataset_id)
+    if data_dir is None:
+        return None
+    return remove_index_files(data_dir, dataset_id)
 
 
 def remove_index_files(data_dir: Path, dataset_id: int) -> str | None:

@@ -48,11 +48,10 @@ def run_worker_process(
     With a judge configured, the judge libraries are imported before the worker takes its first batch
     (``ready`` is set once they are): a batch importing openai while a background thread did the same
     failed with ``KeyError: 'openai.types'``."""
-    from services.db import make_engine, make_session_factory
     from services.jobs.queue import make_worker
     from services.jobs.worker import JobContext
-    from services.metrics.resources import ScoringResources
     from services.offline import apply_offline_env
+    from services.resources import Resources
 
     # Ctrl-C reaches the whole process group; the parent's SIGTERM is what stops a worker after its batch
     # (a KeyboardInterrupt here would drop the batch in the middle).
@@ -69,10 +68,9 @@ def run_worker_process(
             ready.set()
 
     warm()
-    engine = make_engine(settings.database_url)
-    factory = make_session_factory(engine)
-    resources = ScoringResources(settings, factory, gateway_url=gateway_url)
-    worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)
+    # The engine is the resources' own: disposed when they close.
+    resources = Resources.open(settings, gateway_url=gateway_url)
+    worker = make_worker(JobContext(resources.session_factory, settings, resources), worker_id=worker_id)
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
 
     def orphaned() -> None:
@@ -85,7 +83,6 @@ def run_worker_process(
         worker.run_forever()
     finally:
         resources.close()
-        engine.dispose()
 
 
 class WorkerProcesses:

@@ -23,7 +23,7 @@ from services.jobs.repository import JobRepository
 from services.models import Job, JobItem, utcnow
 
 if TYPE_CHECKING:
-    from services.metrics.resources import ScoringResources
+    from services.resources import Resources
 
 log = logging.getLogger("ragmeta.worker")
 
@@ -35,9 +35,10 @@ class JobContext:
 
     session_factory: sessionmaker[Session]
     settings: Settings
-    # What scoring keeps for the life of the process (loop, judge gateway, pools, models), owned by whoever
-    # runs the worker; None: each scoring batch makes (and closes) its own.
-    resources: ScoringResources | None = None
+    # What the process keeps for its life (scoring's loop, judge gateway, pools and models, the loaded
+    # indexes, the generator's clients), owned by whoever runs the worker; None: each batch makes (and
+    # closes) what it needs.
+    resources: Resources | None = None
 
     @cached_property
     def read_factory(self) -> sessionmaker[Session]:

@@ -5,8 +5,9 @@ stack, retry policy and concurrency knobs. Rather than tuning four stacks, each 
 ``http://127.0.0.1:<port>/g/<ledger>/<metric>/<scope>/v1`` (the scope may also come in an ``x-ragmeta-scope``
 header, which lets one client serve every sample); the gateway is then the one place that
 
-- bounds concurrent upstream calls across all libraries (``judge.max_concurrency``);
-- retries 429 / 5xx / timeouts / connection errors with exponential back-off (``judge.retries``), or after
+- bounds concurrent upstream calls across all libraries (``judge.max_concurrency``) and retries them
+  (``services.judge.upstream``, whose policy the generator's answers share):
+  429 / 5xx / timeouts / connection errors with exponential back-off (``judge.retries``), or after
   the delay the judge asks for in ``Retry-After`` / ``retry-after-ms`` when it is within the timeout (a longer
   one ends the retries at once: waiting past the timeout would only hold the metric);
 - caches answers in the database, keyed on the upstream model and the full request body, so a second scoring
@@ -31,27 +32,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import hashlib
 import json
 import logging
-import random
 import secrets
 import socket
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import JudgeSettings
 from services.judge.repository import CachedCall, JudgeCallRepository
+from services.judge.upstream import RETRYABLE, JudgeFailure, SharedBound, Upstream, retry_after_s
+
+__all__ = [
+    "RETRYABLE",
+    "JudgeFailure",
+    "JudgeGateway",
+    "Ledger",
+    "SharedBound",
+    "Usage",
+    "answer_digest",
+    "request_key",
+    "retry_after_s",
+]
 
 log = logging.getLogger("ragmeta.judge")
-RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 SCOPE_HEADER = "x-ragmeta-scope"
 CACHE_FLUSH_S = 0.25
 # A ledger nobody released (its worker died) is dropped after this long without a call.
@@ -116,47 +126,6 @@ class Ledger:
         }
 
 
-class SharedBound(Protocol):
-    """A bound on upstream calls shared with other processes: a slot is held for each call."""
-
-    def slot(self) -> contextlib.AbstractAsyncContextManager[object]: ...
-
-    async def aclose(self) -> None: ...
-
-
-class JudgeFailure(Exception):
-    def __init__(self, cause: str, message: str) -> None:
-        super().__init__(f"{cause}: {message}")
-        self.cause = cause
-        # Requests sent to the judge before giving up (set by the gateway's forwarding).
-        self.attempts = 0
-
-
-def retry_after_s(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """The delay a 429 / 503 answer asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date; None when absent or unreadable."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 def answer_digest(response: dict[str, Any]) -> str:
     """A digest of one judge answer as stored in the cache (canonical JSON: the same after a round trip
     through SQLite's JSON or PostgreSQL's JSONB)."""
@@ -200,8 +169,7 @@ class JudgeGateway:
         self._lock = threading.Lock()
         self._server: Any = None
         self._thread: threading.Thread | None = None
-        self._semaphore: asyncio.Semaphore | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._upstream: Upstream | None = None
         # The back-off's sleep: a seam for tests, which record the delays instead of waiting them out.
         self.sleep = asyncio.sleep
         self.host = host
@@ -216,13 +184,12 @@ class JudgeGateway:
         @contextlib.asynccontextmanager
         async def lifespan(_: Any) -> Any:
             self._loop = asyncio.get_running_loop()
-            self._semaphore = asyncio.Semaphore(max(1, self.judge.max_concurrency))
-            # Keep-alive to the judge: this client lives as long as the gateway's own loop.
-            bound = max(1, self.judge.max_concurrency)
-            self._client = httpx.AsyncClient(
-                timeout=self.judge.timeout_s,
-                limits=httpx.Limits(max_connections=bound * 2, max_keepalive_connections=bound),
+            # Keep-alive to the judge: this client lives as long as the gateway's own loop. Its back-off
+            # sleeps through ``self.sleep``, read at each wait (tests replace it after start).
+            upstream = Upstream(
+                self.judge, self.judge.max_concurrency, self.shared, sleep=lambda s: self.sleep(s)
             )
+            self._upstream = await upstream.open()
             if self.cache:
                 self._flusher = asyncio.create_task(self._flush_forever())
             yield
@@ -231,9 +198,7 @@ class JudgeGateway:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._flusher
             await self._flush()
-            await self._client.aclose()
-            if self.shared is not None:
-                await self.shared.aclose()
+            await upstream.aclose()
 
         chat = [
             Route("/g/{token}/{metric}/{scope}/v1/chat/completions", self._endpoint, methods=["POST"]),
@@ -512,62 +477,5 @@ class JudgeGateway:
     async def _forward(self, model: str, body: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
         """The judge's answer, its latency and the retries it took; ``JudgeFailure`` (with the attempts
         made) when it gives none that can be used."""
-        sent = [0]
-        try:
-            return await self._attempts(model, body, sent)
-        except JudgeFailure as exc:
-            exc.attempts = sent[0]
-            raise
-
-    async def _attempts(
-        self, model: str, body: dict[str, Any], sent: list[int]
-    ) -> tuple[dict[str, Any], float, int]:
-        assert self._client is not None and self._semaphore is not None
-        url = (self.judge.base_url or "").rstrip("/") + "/chat/completions"
-        headers = {"Authorization": f"Bearer {self.judge.api_key()}"}
-        payload = {**body, "model": model}
-        attempts = max(0, self.judge.retries) + 1
-        last = JudgeFailure("error", "no attempt made")
-        asked: float | None = None  # the delay the judge's last answer asked for (Retry-After)
-        for attempt in range(attempts):
-            if attempt:
-                # The judge's own delay when it gave one, else exponential back-off with jitter:
-                # 0.5, 1, 2, 4 ... seconds (capped at 20).
-                backoff = min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random())
-                await self.sleep(asked if asked is not None else backoff)
-            asked = None
-            async with self._semaphore, self.shared.slot() if self.shared else contextlib.nullcontext():
-                t0 = time.perf_counter()
-                sent[0] += 1
-                try:
-                    resp = await self._client.post(url, json=payload, headers=headers)
-                except httpx.TimeoutException:
-                    last = JudgeFailure("timeout", f"no answer within {self.judge.timeout_s} s")
-                    continue
-                except httpx.TransportError as exc:
-                    last = JudgeFailure("connection", str(exc)[:200] or type(exc).__name__)
-                    continue
-                latency = (time.perf_counter() - t0) * 1000
-            if resp.status_code in RETRYABLE:
-                cause = "rate_limited" if resp.status_code == 429 else f"http_{resp.status_code}"
-                text = "HTTP 429 from the judge" if resp.status_code == 429 else resp.text[:200]
-                asked = retry_after_s(resp.headers)
-                if asked is not None and asked > self.judge.timeout_s:
-                    raise JudgeFailure(
-                        cause,
-                        f"{text} (the judge asks to retry after {asked:.0f} s, longer than the "
-                        f"{self.judge.timeout_s:g} s timeout)",
-                    )
-                last = JudgeFailure(cause, text)
-                continue
-            if resp.status_code >= 400:
-                raise JudgeFailure(f"http_{resp.status_code}", resp.text[:300])
-            try:
-                data = resp.json()
-                data["choices"][0]["message"]
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise JudgeFailure(
-                    "malformed_response", "the judge's answer is not a chat completion"
-                ) from None
-            return data, latency, attempt
-        raise last
+        assert self._upstream is not None
+        return await self._upstream.complete(model, body)

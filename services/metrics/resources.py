@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.config import Settings
@@ -51,6 +52,9 @@ class ScoringResources:
         self._models: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
+        # An engine of these resources' own, for the judge cache when no session factory was given (tools,
+        # benches); disposed on close.
+        self._engine: Engine | None = None
         self.closed = False
 
     # ------------------------------------------------------------------------------------------- the gateway
@@ -66,14 +70,20 @@ class ScoringResources:
                 self._gateway.stop()
                 self._gateway = None
             if self._gateway is None:
-                from services.db import shared_session_factory
                 from services.judge.gateway import JudgeGateway
                 from services.judge.slots import judge_slots
 
-                factory = self.session_factory or shared_session_factory(self.settings.database_url)
+                factory = self.session_factory or self._own_session_factory()
                 shared = judge_slots(self.settings)
                 self._gateway = JudgeGateway(judge, factory, shared=shared).start()
             return self._gateway.url
+
+    def _own_session_factory(self) -> sessionmaker[Session]:
+        from services.db import make_engine, make_session_factory
+
+        if self._engine is None:
+            self._engine = make_engine(self.settings.database_url, self.settings.database_wait_s)
+        return make_session_factory(self._engine)
 
     @property
     def gateway(self) -> JudgeGateway | None:
@@ -166,6 +176,8 @@ class ScoringResources:
         if gateway is not None:
             gateway.stop()
         self._models.clear()
+        if self._engine is not None:
+            self._engine.dispose()
 
 
 async def _cancel_pending() -> None:

@@ -309,7 +309,7 @@ class ScoringHandler:
         if memo.active and not refresh:
             with ctx.read_factory() as session:
                 memo.lookup(session)
-        resources: ScoringResources | None = ctx.resources
+        resources = ctx.resources.scoring if ctx.resources is not None else None
         own = resources is None
         if resources is None:  # a worker without long-lived resources (tools): this batch's own
             resources = ScoringResources(ctx.settings, ctx.session_factory)

@@ -3,7 +3,8 @@ only when the corpus or the settings change.
 
 An index is identified by a fingerprint of the corpus version (document count and latest change), the
 chunking configuration, the language, the analyzer version and the embedding model. Loaded indexes are
-kept in memory per fingerprint.
+kept in an ``IndexCache`` owned by the process's resources (``services.resources``): the least recently
+used past its bound are dropped, and so are a dataset's when it is deleted or its index is rebuilt.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from services.retrieval import (
     BM25Index,
     DenseSearch,
     HybridRetriever,
+    ModelStore,
     SentenceTransformerEncoder,
     chunk_document,
     default_model_path,
@@ -55,15 +59,77 @@ class LoadedIndex:
     retriever: HybridRetriever
 
 
-_cache: dict[tuple[str, str, str, DenseSearch], LoadedIndex] = {}
-_lock = threading.Lock()
+# dataset id, index directory, corpus fingerprint, mode, dense search settings
+CacheKey = tuple[int, str, str, str, DenseSearch]
+
+
+class IndexCache:
+    """Loaded indexes (with their query encoders' models, in ``models``), at most ``size`` of them, the least
+    recently used dropped first. A dataset's entries are dropped when it is deleted (``evict``) and when one
+    of its modes is loaded at a new fingerprint (the older one can never be asked for again)."""
+
+    def __init__(self, size: int, models: ModelStore | None = None) -> None:
+        self.size = max(1, size)
+        self.models = models if models is not None else ModelStore()
+        self._entries: OrderedDict[CacheKey, LoadedIndex] = OrderedDict()
+        self._lock = threading.Lock()
+        # Loads run outside ``_lock`` (they read files for seconds), one at a time per key.
+        self._loading: dict[CacheKey, threading.Lock] = {}
+
+    def get(self, key: CacheKey, load: Callable[[], LoadedIndex]) -> LoadedIndex:
+        with self._lock:
+            hit = self._hit(key)
+            if hit is not None:
+                return hit
+            gate = self._loading.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                hit = self._hit(key)
+                if hit is not None:
+                    return hit
+            loaded = load()
+            with self._lock:
+                self._loading.pop(key, None)
+                for other in [k for k in self._entries if k[0] == key[0] and k[3:] == key[3:]]:
+                    del self._entries[other]
+                self._entries[key] = loaded
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+            return loaded
+
+    def _hit(self, key: CacheKey) -> LoadedIndex | None:
+        loaded = self._entries.get(key)
+        if loaded is not None:
+            self._entries.move_to_end(key)
+        return loaded
+
+    def evict(self, dataset_id: int) -> int:
+        """Drop every loaded index of the dataset; how many there were."""
+        with self._lock:
+            gone = [k for k in self._entries if k[0] == dataset_id]
+            for key in gone:
+                del self._entries[key]
+            return len(gone)
+
+    def datasets(self) -> list[int]:
+        """The datasets with a loaded index, least recently used first."""
+        with self._lock:
+            return list(dict.fromkeys(k[0] for k in self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+        self.models.clear()
 
 
 def _model(settings: Settings) -> str:
     return settings.embeddings.model or default_model_path()
 
 
-def _encoder(settings: Settings) -> SentenceTransformerEncoder:
+def _encoder(settings: Settings, models: ModelStore | None) -> SentenceTransformerEncoder:
     e = settings.embeddings
     return SentenceTransformerEncoder(
         _model(settings),
@@ -71,6 +137,7 @@ def _encoder(settings: Settings) -> SentenceTransformerEncoder:
         backend=e.backend,
         cache_dir=e.cache_dir,
         threads=e.threads,
+        models=models,
     )
 
 
@@ -117,13 +184,15 @@ def make_chunks(session: Session, dataset_id: int) -> list[ChunkRecord]:
     return out
 
 
-def build_part(session: Session, settings: Settings, dataset_id: int, part: str) -> dict[str, Any]:
+def build_part(
+    session: Session, settings: Settings, dataset_id: int, part: str, models: ModelStore | None = None
+) -> dict[str, Any]:
     """Build (or load when up to date) one part of the dataset's index and record its state.
 
     The build reads the corpus and can take minutes (encoding): callers that share the database should use
     ``build_part_files`` in a read transaction and ``record_part`` in a short write transaction.
     """
-    fp, directory, details = build_part_files(session, settings, dataset_id, part)
+    fp, directory, details = build_part_files(session, settings, dataset_id, part, models)
     record_part(session, dataset_id, part, fp, directory, details)
     return details
 
@@ -135,9 +204,10 @@ def record_part(
 
 
 def build_part_files(
-    session: Session, settings: Settings, dataset_id: int, part: str
+    session: Session, settings: Settings, dataset_id: int, part: str, models: ModelStore | None = None
 ) -> tuple[str, Path, dict[str, Any]]:
-    """Write one part of the index to disk (or keep it when up to date).
+    """Write one part of the index to disk (or keep it when up to date), encoding with the models of
+    ``models`` (None: a model loaded for this build).
 
     Returns the corpus fingerprint, the index directory and the part's details."""
     fp, config = fingerprint(session, settings, dataset_id)
@@ -157,7 +227,7 @@ def build_part_files(
         load_or_build_dense(
             directory / "dense",
             texts,
-            encoder=_encoder(settings),
+            encoder=_encoder(settings, models),
             search=_dense_search(settings),
         )
     else:
@@ -187,15 +257,14 @@ def require(session: Session, settings: Settings, dataset_id: int, mode: str) ->
     return fp
 
 
-def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> LoadedIndex:
-    """The dataset's index for ``mode``; raises Conflict (409) when it is missing or stale."""
+def load(session: Session, settings: Settings, dataset_id: int, mode: str, cache: IndexCache) -> LoadedIndex:
+    """The dataset's index for ``mode``, from ``cache`` or read into it; raises Conflict (409) when it is
+    missing or stale."""
     fp = require(session, settings, dataset_id, mode)
     directory = index_dir(settings, dataset_id)
     search = _dense_search(settings)
-    key = (str(directory), fp, mode, search)
-    with _lock:
-        if key in _cache:
-            return _cache[key]
+
+    def read() -> LoadedIndex:
         raw = json.loads((directory / "chunks.json").read_text(encoding="utf-8"))
         chunks = [ChunkRecord(**c) for c in raw]
         bm25 = BM25Index.load(directory / "bm25") if "bm25" in NEEDS[mode] else None
@@ -205,6 +274,7 @@ def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> Lo
                 search,
                 cache_dir=settings.embeddings.cache_dir,
                 threads=settings.embeddings.threads,
+                models=cache.models,
             )
             if "dense" in NEEDS[mode]
             else None
@@ -213,6 +283,6 @@ def load(session: Session, settings: Settings, dataset_id: int, mode: str) -> Lo
         retriever = HybridRetriever(
             bm25, dense, rrf_k=r.rrf_k, weights={"bm25": r.bm25_weight, "dense": r.dense_weight}
         )
-        loaded = LoadedIndex(fp, chunks, retriever)
-        _cache[key] = loaded
-        return loaded
+        return LoadedIndex(fp, chunks, retriever)
+
+    return cache.get((dataset_id, str(directory), fp, mode, search), read)

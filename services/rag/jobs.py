@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -11,10 +13,27 @@ from services.datasets.service import get_dataset
 from services.jobs.worker import JobContext
 from services.models import Job, Output, Question, RetrievedChunk
 from services.rag import index
-from services.rag.llm import LLMError
+from services.rag.index import IndexCache
+from services.rag.llm import LLMClients, LLMError
 from services.rag.service import generate_answer, retrieve
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
+
+
+@contextmanager
+def _resources(ctx: JobContext) -> Iterator[tuple[IndexCache, LLMClients]]:
+    """The process's loaded indexes and generator clients; a worker without long-lived resources (tools,
+    tests) gets this batch's own, closed when it ends."""
+    if ctx.resources is not None:
+        yield ctx.resources.indexes, ctx.resources.llm
+        return
+    from services.resources import Resources
+
+    own = Resources.open(ctx.settings, session_factory=ctx.session_factory)
+    try:
+        yield own.indexes, own.llm
+    finally:
+        own.close()
 
 
 class IndexHandler:
@@ -23,10 +42,13 @@ class IndexHandler:
     def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
         dataset_id = int(job.params["dataset_id"])
+        models = ctx.resources.indexes.models if ctx.resources is not None else None
         for part in keys:
             # Read the corpus and build (minutes) outside any write transaction; record the state briefly.
             with ctx.read_factory() as session:
-                fp, directory, details = index.build_part_files(session, ctx.settings, dataset_id, part)
+                fp, directory, details = index.build_part_files(
+                    session, ctx.settings, dataset_id, part, models
+                )
             with ctx.session_factory() as session:
                 index.record_part(session, dataset_id, part, fp, directory, details)
                 session.commit()
@@ -46,16 +68,20 @@ class GenerateHandler:
         system = run.system or {}
         mode = system.get("retriever", "hybrid")
         k = int(system.get("k", 5))
-        for key, question in questions.items():
-            if question is None:
-                out[key] = "missing: the question was deleted"
-                continue
-            out[key] = self._one(ctx, run.id, question, language, mode, k, system.get("generator"))
+        with _resources(ctx) as (indexes, llm):
+            for key, question in questions.items():
+                if question is None:
+                    out[key] = "missing: the question was deleted"
+                    continue
+                generator = system.get("generator")
+                out[key] = self._one(ctx, indexes, llm, run.id, question, language, mode, k, generator)
         return out
 
     def _one(
         self,
         ctx: JobContext,
+        indexes: IndexCache,
+        llm: LLMClients,
         run_id: int,
         question: Question,
         language: str,
@@ -65,13 +91,21 @@ class GenerateHandler:
     ) -> str | None:
         t0 = time.perf_counter()
         with ctx.read_factory() as session:
-            found = retrieve(session, ctx.settings, question.dataset_id, question.question, k, mode)  # type: ignore[arg-type]
+            found = retrieve(
+                session,
+                ctx.settings,
+                indexes,
+                question.dataset_id,
+                question.question,
+                k,
+                mode,  # type: ignore[arg-type]
+            )
         error = None
         answer = None
         info: dict[str, object] = {}
         try:
             answer, gen, tokens = generate_answer(
-                ctx.settings, question.question, language, [c.text for c in found.chunks], generator
+                ctx.settings, llm, question.question, language, [c.text for c in found.chunks], generator
             )
             info = gen.model_dump(exclude_none=True)
             if tokens:

@@ -17,7 +17,8 @@ from services.datasets.service import get_dataset
 from services.errors import InvalidItems, ItemError, UpstreamError
 from services.jobs.service import JobRead, create_job, job_read
 from services.rag import index
-from services.rag.llm import LLMError, chat
+from services.rag.index import IndexCache
+from services.rag.llm import LLMClients, LLMError
 from services.rag.prompts import build_messages
 from services.rag.schemas import AnswerResponse, GeneratorInfo, Mode, RetrievedChunkOut, RetrieveResponse
 from services.retrieval import extractive_answer
@@ -26,10 +27,17 @@ from services.runs.service import get_run
 
 
 def retrieve(
-    session: Session, settings: Settings, dataset_id: int, query: str, k: int, mode: Mode
+    session: Session,
+    settings: Settings,
+    indexes: IndexCache,
+    dataset_id: int,
+    query: str,
+    k: int,
+    mode: Mode,
 ) -> RetrieveResponse:
-    """Top-k chunks; raises Conflict when the dataset is not indexed for ``mode``."""
-    loaded = index.load(session, settings, dataset_id, mode)
+    """Top-k chunks, from the index loaded in ``indexes`` (or read into it); raises Conflict when the dataset
+    is not indexed for ``mode``."""
+    loaded = index.load(session, settings, dataset_id, mode, indexes)
     hits = loaded.retriever.retrieve(query, k, mode)
     chunks = []
     for h in hits:
@@ -48,13 +56,19 @@ def retrieve(
 
 
 def generate_answer(
-    settings: Settings, question: str, language: str, chunks: list[str], generator: str | None = None
+    settings: Settings,
+    llm: LLMClients,
+    question: str,
+    language: str,
+    chunks: list[str],
+    generator: str | None = None,
 ) -> tuple[str, GeneratorInfo, dict[str, int | None] | None]:
-    """Answer from ranked chunk texts with the LLM (when configured, or when ``generator == "llm"``) or the
-    extractive baseline. Raises LLMError when the LLM fails after its retries."""
+    """Answer from ranked chunk texts with the LLM (when configured, or when ``generator == "llm"``), through
+    its client in ``llm``, or the extractive baseline. Raises LLMError when the LLM fails after its
+    retries."""
     use_llm = generator == "llm" or (generator is None and settings.generator.configured)
     if use_llm:
-        result = chat(settings.generator, build_messages(question, chunks, language))
+        result = llm.get(settings.generator).chat(build_messages(question, chunks, language))
         tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
         return result.text, GeneratorInfo(kind="llm", model=result.model), tokens
     ans = extractive_answer(question, language, chunks, threshold=settings.generator.extractive_threshold)
@@ -71,22 +85,27 @@ class AnswerContext:
 
 
 def answer_context(
-    session: Session, settings: Settings, dataset_id: int, question: str, k: int, mode: Mode
+    session: Session,
+    settings: Settings,
+    indexes: IndexCache,
+    dataset_id: int,
+    question: str,
+    k: int,
+    mode: Mode,
 ) -> AnswerContext:
     dataset = get_dataset(session, dataset_id)
     started = time.perf_counter()
-    return AnswerContext(
-        dataset.language, retrieve(session, settings, dataset_id, question, k, mode), started
-    )
+    found = retrieve(session, settings, indexes, dataset_id, question, k, mode)
+    return AnswerContext(dataset.language, found, started)
 
 
-def answer_from(settings: Settings, question: str, context: AnswerContext) -> AnswerResponse:
+def answer_from(settings: Settings, llm: LLMClients, question: str, context: AnswerContext) -> AnswerResponse:
     """The answer to ``question`` from the retrieved chunks: no database work (an LLM call can take
     seconds, and no connection or transaction waits on it)."""
     found = context.found
     try:
         text, info, tokens = generate_answer(
-            settings, question, context.language, [c.text for c in found.chunks]
+            settings, llm, question, context.language, [c.text for c in found.chunks]
         )
     except LLMError as exc:
         raise UpstreamError(f"the generator LLM failed: {exc}") from exc

@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -42,6 +42,7 @@ __all__ = [
     "DenseIndex",
     "DenseSearch",
     "Encoder",
+    "ModelStore",
     "SentenceTransformerEncoder",
     "backend_of",
     "default_cache_dir",
@@ -108,8 +109,32 @@ def normalize_rows(vectors: NDArray[Any]) -> NDArray[np.float32]:
     return out
 
 
-_MODELS: dict[tuple[str, str, str, int | None], SentenceTransformer] = {}
-_MODELS_LOCK = threading.Lock()
+ModelKey = tuple[str, str, str, int | None]
+
+
+class ModelStore:
+    """Loaded sentence-transformers models by (path, device, backend, threads), shared by the encoders given
+    it. Its owner (``services.resources``: the app lifespan or the worker) keeps one for the process and
+    clears it on close; an encoder without one loads its own model and keeps it as long as it lives."""
+
+    def __init__(self) -> None:
+        self._models: dict[ModelKey, SentenceTransformer] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: ModelKey, load: Callable[[], SentenceTransformer]) -> SentenceTransformer:
+        # Held while loading: two first queries of one model load it once (a load takes seconds).
+        with self._lock:
+            model = self._models.get(key)
+            if model is None:
+                model = self._models[key] = load()
+            return model
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models.clear()
 
 
 def default_cache_dir() -> Path:
@@ -118,38 +143,39 @@ def default_cache_dir() -> Path:
     return Path(base) / "ragmeta" / "models"
 
 
+def _model_key(model_path: str, device: str, backend: str, threads: int | None) -> ModelKey:
+    return (model_path, device, backend, threads if backend != "torch" else None)
+
+
 def _load_model(
     model_path: str, device: str, backend: str, cache_dir: Path, threads: int | None
 ) -> SentenceTransformer:
-    key = (model_path, device, backend, threads if backend != "torch" else None)
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            # The service has no network access: never let the hub libraries try to download.
-            apply_offline_env()
-            from sentence_transformers import SentenceTransformer
+    # The service has no network access: never let the hub libraries try to download.
+    apply_offline_env()
+    from sentence_transformers import SentenceTransformer
 
-            path, model_kwargs = backends.prepare(model_path, backend, cache_dir)
-            if backend == "torch":
-                model = SentenceTransformer(path, device=device, local_files_only=True)
-            else:
-                if threads is not None:
-                    import onnxruntime
-
-                    options = onnxruntime.SessionOptions()
-                    options.intra_op_num_threads = threads
-                    model_kwargs["session_options"] = options
-                model = SentenceTransformer(
-                    path, device=device, backend="onnx", local_files_only=True, model_kwargs=model_kwargs
-                )
-            _MODELS[key] = model
+    path, model_kwargs = backends.prepare(model_path, backend, cache_dir)
+    model: SentenceTransformer
+    if backend == "torch":
+        model = SentenceTransformer(path, device=device, local_files_only=True)
         return model
+    if threads is not None:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        model_kwargs["session_options"] = options
+    model = SentenceTransformer(
+        path, device=device, backend="onnx", local_files_only=True, model_kwargs=model_kwargs
+    )
+    return model
 
 
 class SentenceTransformerEncoder:
     """Lazy sentence-transformers encoder producing normalised float32 embeddings.
 
-    The model is loaded (once per process, path and backend) on the first call; loading raises
+    The model is loaded on the first call, from ``models`` when given (one load per store, path and backend,
+    shared by its encoders), else kept by this encoder; loading raises
     ``FileNotFoundError`` if ``model_path`` is not a directory, or the library's error if it is not a
     sentence-transformers model. ``backend`` is ``torch``, ``onnx`` or ``onnx-int8``
     (:mod:`services.retrieval.backends`; ``ValueError`` otherwise); the ONNX ones export the model into
@@ -166,10 +192,12 @@ class SentenceTransformerEncoder:
         backend: str = "torch",
         cache_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        models: ModelStore | None = None,
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError("threads must be at least 1")
         self.threads = threads
+        self.models = models if models is not None else ModelStore()
         self._model_path = os.path.abspath(model_path or default_model_path())
         self.batch_size = batch_size
         self.device = device
@@ -193,7 +221,11 @@ class SentenceTransformerEncoder:
         return int(dim)
 
     def _model(self) -> SentenceTransformer:
-        return _load_model(self._model_path, self.device, self.backend, self.cache_dir, self.threads)
+        key = _model_key(self._model_path, self.device, self.backend, self.threads)
+        return self.models.get(
+            key,
+            lambda: _load_model(self._model_path, self.device, self.backend, self.cache_dir, self.threads),
+        )
 
     def __call__(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Encode ``texts`` in batches into an ``(len(texts), d)`` array of unit vectors."""
@@ -259,6 +291,7 @@ class DenseIndex:
         self.backend = backend
         self.cache_dir: Path | None = None
         self.threads: int | None = None
+        self.models: ModelStore | None = None
         self._encoder: Encoder | None = None
         self.quantized: QuantizedIndex | None = None
         self.rerank = DEFAULT_RERANK
@@ -351,7 +384,11 @@ class DenseIndex:
             if not self.model_path:
                 raise ValueError("index has no model path; pass query vectors to search()")
             self._encoder = SentenceTransformerEncoder(
-                self.model_path, backend=self.backend, cache_dir=self.cache_dir, threads=self.threads
+                self.model_path,
+                backend=self.backend,
+                cache_dir=self.cache_dir,
+                threads=self.threads,
+                models=self.models,
             )
         return self._encoder
 
@@ -440,18 +477,21 @@ def open_dense(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    models: ModelStore | None = None,
 ) -> DenseIndex:
     """Open the index saved in ``directory`` for searching as ``search`` says.
 
     Below the threshold the embeddings are read into memory; from it on they stay memory-mapped (only the
     re-scored rows are read) and the quantized copy is loaded, or built and saved if missing or stale.
     Queries are encoded by the index's model and backend, ONNX exports looked up in ``cache_dir``
-    (default :func:`default_cache_dir`), with ``threads`` (see :class:`SentenceTransformerEncoder`).
-    Raises what :meth:`DenseIndex.load` raises, and ``OSError`` if saving the quantized copy fails.
+    (default :func:`default_cache_dir`), with ``threads`` and ``models`` (see
+    :class:`SentenceTransformerEncoder`). Raises what :meth:`DenseIndex.load` raises, and ``OSError`` if
+    saving the quantized copy fails.
     """
     index = DenseIndex.load(directory, mmap=True)
     index.cache_dir = Path(cache_dir) if cache_dir is not None else None
     index.threads = threads
+    index.models = models
     if search.uses_quantized(index.n_docs):
         _attach(index, directory, search)
     else:

@@ -384,7 +384,10 @@ def test_no_secret_in_answers_logs_jobs_or_scores(
     # the worker runs the scoring job in this process (its logs are captured too)
     from services.jobs.worker import JobContext, Worker
 
-    Worker(JobContext(client.app.state.session_factory, client.app.state.settings), worker_id="t").drain()  # type: ignore[attr-defined]
+    Worker(
+        JobContext(client.app.state.resources.session_factory, client.app.state.resources.settings),
+        worker_id="t",
+    ).drain()  # type: ignore[attr-defined]
     with engine.connect() as conn:
         jobs = conn.execute(text("SELECT params, summary, error FROM job")).all()
         scores = conn.execute(text("SELECT config, details, error FROM metric_score")).all()

@@ -59,7 +59,9 @@ def col(snap: Snapshot, engine: Engine, table: str, column: str) -> dict[int, An
 
 def drain(client: TestClient) -> None:
     app: Any = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings), worker_id="test").drain()
+    Worker(
+        JobContext(app.state.resources.session_factory, app.state.resources.settings), worker_id="test"
+    ).drain()
 
 
 @pytest.fixture
@@ -274,7 +276,9 @@ def test_a_generation_jobs_results(client: TestClient, engine: Engine, world: di
     assert client.post(f"/runs/{run}/outputs", json=rows).status_code == 200
     with make_session_factory(engine)() as s:
         keys = [str(q.id) for q in s.scalars(select(Question).where(Question.dataset_id == world["ds_b"]))]
-        job = create_job(s, "generate", {"run_id": run}, keys, {}, settings=client.app.state.settings)  # type: ignore[attr-defined]
+        job = create_job(
+            s, "generate", {"run_id": run}, keys, {}, settings=client.app.state.resources.settings
+        )  # type: ignore[attr-defined]
         job.status = "done"
         s.commit()
         job_id = job.id
@@ -295,7 +299,7 @@ def test_a_generation_jobs_results(client: TestClient, engine: Engine, world: di
 
 def test_index_jobs_and_unknown_ids(client: TestClient, engine: Engine) -> None:
     with make_session_factory(engine)() as s:
-        job = create_job(s, "index", {"dataset_id": 1}, [], {}, settings=client.app.state.settings)  # type: ignore[attr-defined]
+        job = create_job(s, "index", {"dataset_id": 1}, [], {}, settings=client.app.state.resources.settings)  # type: ignore[attr-defined]
         s.commit()
         job_id = job.id
     body = assert_envelope(client.delete(f"/jobs/{job_id}/results"), 422)
@@ -311,7 +315,7 @@ def test_index_files_go_only_once_the_dataset_rows_are_gone(client: TestClient, 
     directory = settings.data_dir / "indexes" / str(ds)
     directory.mkdir(parents=True)
     (directory / "bm25.pkl").write_bytes(b"index")
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    factory = client.app.state.resources.session_factory  # type: ignore[attr-defined]
 
     def refuse(session: Any) -> None:
         raise RuntimeError("commit refused")

@@ -95,7 +95,7 @@ def test_nan_and_infinity_are_refused_at_input(client: TestClient, constant: str
 
 
 def test_plain_json_bodies_have_a_size_limit(client: TestClient) -> None:
-    limit = client.app.state.settings.max_request_bytes  # type: ignore[attr-defined]
+    limit = client.app.state.resources.settings.max_request_bytes  # type: ignore[attr-defined]
     big = {"name": "big", "description": "x" * (limit + 1)}
     body = assert_envelope(client.post("/datasets", json=big), 413, "PayloadTooLarge")
     assert "RAGMETA_MAX_REQUEST_BYTES" in body["detail"]
@@ -166,12 +166,12 @@ def test_timestamps_are_timezone_aware(client: TestClient) -> None:
     rating = [{"question_id": "q1", "rater": "alice", "score": 4}]
     assert client.post(f"/runs/{run}/ratings", json=rating).status_code == 200
     job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.bleu"]}).json()
-    client.app.state.worker = None  # type: ignore[attr-defined]
+    client.app.state.resources.worker = None  # type: ignore[attr-defined]
     stamps = [client.get(f"/runs/{run}/ratings").json()[0][k] for k in ("created_at", "updated_at")]
     from services.jobs.worker import JobContext, Worker
 
     app = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings)).drain()  # type: ignore[attr-defined]
+    Worker(JobContext(app.state.resources.session_factory, app.state.resources.settings)).drain()  # type: ignore[attr-defined]
     stamps += [client.get(f"/jobs/{job['id']}").json()[k] for k in ("started_at", "finished_at")]
     assert all(s.endswith(("Z", "+00:00")) for s in stamps), stamps
 
@@ -238,7 +238,7 @@ def test_same_origin_and_non_browser_writes_pass(client: TestClient) -> None:
 
 
 def test_allowed_origins_setting(client: TestClient) -> None:
-    client.app.state.settings.allowed_origins = ["http://dashboard.internal:3000"]  # type: ignore[attr-defined]
+    client.app.state.resources.settings.allowed_origins = ["http://dashboard.internal:3000"]  # type: ignore[attr-defined]
     ok = client.post("/datasets", json={"name": "c"}, headers={"Origin": "http://dashboard.internal:3000"})
     assert ok.status_code == 201
 

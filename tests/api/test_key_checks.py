@@ -90,11 +90,11 @@ def served(settings: Settings, engine: Engine) -> Iterator[App]:
     """A served app with the counting hasher."""
     app = create_app(settings)
     hasher = CountingHasher(settings)
-    app.state.auth.hasher = hasher
+    app.state.resources.auth.hasher = hasher
     key = issue_key(app, "rita", Role.rater)
     server = Served(app).start()
     try:
-        yield App(server.url, hasher, key, app.state.db_slots.lookups)
+        yield App(server.url, hasher, key, app.state.resources.db_slots.lookups)
     finally:
         server.stop()
 

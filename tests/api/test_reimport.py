@@ -89,7 +89,7 @@ def test_changed_chunks_retire_and_a_new_job_scores_again(client: TestClient) ->
     run = _rated_and_scored(client)
     first = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
     app = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings)).drain()  # type: ignore[attr-defined]
+    Worker(JobContext(app.state.resources.session_factory, app.state.resources.settings)).drain()  # type: ignore[attr-defined]
     assert client.get(f"/jobs/{first['id']}").json()["done"] == 2
     again = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["ref.word_recall@5"]}).json()
     assert again["summary"]["skipped_already_computed"] == 2 and again["total"] == 0
@@ -127,7 +127,7 @@ def test_a_score_for_an_answer_replaced_while_scoring_is_not_stored(
 
     monkeypatch.setattr(registry, "load_adapter", load_and_reimport)
     app = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings)).drain()  # type: ignore[attr-defined]
+    Worker(JobContext(app.state.resources.session_factory, app.state.resources.settings)).drain()  # type: ignore[attr-defined]
     done = client.get(f"/jobs/{job['id']}").json()
     assert (done["done"], done["failed"]) == (1, 1), done
     assert "stale" in done["errors_by_cause"], done
@@ -287,7 +287,7 @@ def test_a_regenerated_output_is_retired_only_when_what_is_seen_changed(
 
     run = _rated_and_scored(client)
     q1 = _outputs(client, run)["q1"]
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    factory = client.app.state.resources.session_factory  # type: ignore[attr-defined]
 
     def regenerate(texts: list[str], scores: list[float]) -> None:
         chunks = [

@@ -6,6 +6,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -61,9 +62,12 @@ def probe(engine: Engine) -> Iterator[tuple[TestClient, Recorder]]:
     route class that does not commit (plain APIRoute) to show what the guard reports."""
     recorder = Recorder()
     app = FastAPI()
-    app.state.session_factory = make_session_factory(engine)
-    app.state.read_session_factory = make_session_factory(engine, write=False)
-    app.state.db_slots = DbSlots(pool_capacity(engine))
+    # What app.deps reads of the app's resources (app.resources.AppResources), nothing more.
+    app.state.resources = SimpleNamespace(
+        session_factory=make_session_factory(engine),
+        read_session_factory=make_session_factory(engine, write=False),
+        db_slots=DbSlots(pool_capacity(engine)),
+    )
     committing = APIRouter(route_class=CommittingRoute)
     plain = APIRouter()
 
@@ -89,7 +93,7 @@ def probe(engine: Engine) -> Iterator[tuple[TestClient, Recorder]]:
     def on(what: str) -> Any:
         return lambda *args: recorder.mark(what)
 
-    factory = app.state.session_factory
+    factory = app.state.resources.session_factory
     event.listen(factory, "after_commit", on("commit"))
     event.listen(factory, "after_rollback", on("rollback"))
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -35,7 +35,7 @@ def _page(client: TestClient, runs: str) -> str:
 
 def test_pooled_sections_are_cached_and_invalidated(client: TestClient, pair: Any) -> None:
     _, a, b = pair
-    cache = client.app.state.section_cache  # type: ignore[attr-defined]
+    cache = client.app.state.resources.section_cache  # type: ignore[attr-defined]
     runs = f"{a},{b}"
     first = _page(client, runs)
     assert (cache.misses, cache.hits) == (1, 0)
@@ -78,7 +78,7 @@ def test_pooled_sections_are_cached_and_invalidated(client: TestClient, pair: An
 
 def test_a_side_by_side_preference_invalidates_the_sections(client: TestClient, pair: Any) -> None:
     team, a, b = pair
-    cache = client.app.state.section_cache  # type: ignore[attr-defined]
+    cache = client.app.state.resources.section_cache  # type: ignore[attr-defined]
     body = {"name": "pair", "mode": "pairwise", "run_id": a, "run_b_id": b, "raters": ["alice"], "seed": 3}
     task = client.post("/tasks", json=body).json()["id"]
     runs = f"{a},{b}"
@@ -92,7 +92,7 @@ def test_a_side_by_side_preference_invalidates_the_sections(client: TestClient, 
 
 def test_single_run_sections_are_cached(client: TestClient, pair: Any) -> None:
     _, a, _ = pair
-    cache = client.app.state.section_cache  # type: ignore[attr-defined]
+    cache = client.app.state.resources.section_cache  # type: ignore[attr-defined]
     first = _text(client.get(f"/runs/{a}/report.html").text)
     assert _text(client.get(f"/runs/{a}/report.html").text) == first
     assert (cache.misses, cache.hits) == (1, 1)

@@ -170,7 +170,7 @@ def test_reports_in_worker_processes_equal_reports_in_threads(live_server: Live,
     with admin_client(create_app(in_processes)) as c:
         processes = c.get(f"/runs/{run}/report")
         missing = c.get("/runs/999999/report")
-        assert c.app.state.report_pool._executor is not None  # type: ignore[attr-defined]
+        assert c.app.state.resources.report_pool._executor is not None  # type: ignore[attr-defined]
     assert processes.status_code == threads.status_code == 200
     assert processes.json() == threads.json()
     # A NotFound raised in the worker process keeps its status and envelope.

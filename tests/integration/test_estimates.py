@@ -157,7 +157,7 @@ JUDGE_B = {"model": "judge-large", "endpoint": "http://127.0.0.1:9/v1", "languag
 def _judge_scores(client: TestClient, run: int, judge: dict[str, Any], key: str, values: list[float]) -> None:
     """Scores of two judge metrics as a scoring job stores them under one judge configuration; the
     lower-is-better hallucination gets 1 - values."""
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    factory = client.app.state.resources.session_factory  # type: ignore[attr-defined]
     with session_scope(factory) as s:
         outputs = {ext: oid for oid, ext, *_ in RunRepository(s).report_items([run])}
         rows = []

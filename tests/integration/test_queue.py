@@ -30,12 +30,12 @@ METRICS = ["classic.bleu", "ref.word_recall", "classic.rouge_l"]
 
 
 def _ctx(client: TestClient) -> JobContext:
-    state: Any = client.app.state  # type: ignore[attr-defined]
-    return JobContext(state.session_factory, state.settings, state.scoring)
+    res: Any = client.app.state.resources  # type: ignore[attr-defined]
+    return JobContext(res.session_factory, res.settings, res.core)
 
 
 def _scoring_job(client: TestClient, batch_size: int) -> dict[str, Any]:
-    client.app.state.settings.jobs.scoring_batch_size = batch_size  # type: ignore[attr-defined]
+    client.app.state.resources.settings.jobs.scoring_batch_size = batch_size  # type: ignore[attr-defined]
     run = make_run(client, load_mini(client))
     assert client.post(f"/runs/{run}/outputs", json=native_outputs()).status_code == 200
     r = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": METRICS})
@@ -103,8 +103,8 @@ def test_a_job_is_deferred_with_its_batches_and_a_queue_worker_runs_them(
 def test_a_job_rolled_back_leaves_no_batch(client: TestClient, engine: Engine) -> None:
     from services.jobs.service import create_job
 
-    settings = client.app.state.settings  # type: ignore[attr-defined]
-    with client.app.state.session_factory() as s:  # type: ignore[attr-defined]
+    settings = client.app.state.resources.settings  # type: ignore[attr-defined]
+    with client.app.state.resources.session_factory() as s:  # type: ignore[attr-defined]
         create_job(s, "generate", {"run_id": 0}, ["1", "2"], {}, settings=settings)
         assert len(_queue(engine)) == 0  # not visible outside the transaction
         s.rollback()
@@ -205,7 +205,7 @@ def test_a_failing_batch_is_retried_by_the_queue_then_its_items_fail(
         raise RuntimeError("boom")
 
     monkeypatch.setattr(scoring.ScoringHandler, "process", broken)
-    settings = client.app.state.settings  # type: ignore[attr-defined]
+    settings = client.app.state.resources.settings  # type: ignore[attr-defined]
     settings.jobs.max_item_retries = 2
     job = _scoring_job(client, batch_size=100)
     monkeypatch.setattr("services.jobs.queue.RETRY_WAIT_S", 0)

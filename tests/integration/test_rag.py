@@ -310,7 +310,7 @@ def test_answers_waiting_on_the_llm_hold_no_database_slot(
     fake.gate = threading.Event()
     with admin_client(create_app(s)) as client:
         ds = indexed(client)
-        waiting = client.app.state.db_slots.sessions.total_tokens + 2  # type: ignore[attr-defined]
+        waiting = client.app.state.resources.db_slots.sessions.total_tokens + 2  # type: ignore[attr-defined]
         answers: list[int] = []
         threads = [
             threading.Thread(

@@ -19,8 +19,8 @@ REFS = {q["external_id"]: q["reference_answer"] for q in read_jsonl(MINI / "ques
 def drain(client: TestClient) -> None:
     """Run the queued work as a deployment does: the queue on PostgreSQL, the lease loop on SQLite."""
     app: Any = client.app
-    state = app.state
-    make_worker(JobContext(state.session_factory, state.settings, state.scoring), worker_id="test").drain()
+    res = app.state.resources
+    make_worker(JobContext(res.session_factory, res.settings, res.core), worker_id="test").drain()
 
 
 def scored_run(client: TestClient, metrics: list[str], k: int = 5) -> tuple[int, dict[str, Any]]:
@@ -216,14 +216,12 @@ def test_two_workers_never_take_the_same_item(client: TestClient) -> None:
     )
     job = client.post(f"/runs/{run}/scoring-jobs", json={"metrics": ["classic.bleu"]}).json()
     app: Any = client.app
-    jobs = app.state.settings.jobs
+    res = app.state.resources
+    jobs = res.settings.jobs
     jobs.scoring_batch_size, saved = 1, jobs.scoring_batch_size
     classic.BleuAdapter.compute = counting  # type: ignore[method-assign]
     try:
-        workers = [
-            Worker(JobContext(app.state.session_factory, app.state.settings), worker_id=f"w{i}")
-            for i in range(3)
-        ]
+        workers = [Worker(JobContext(res.session_factory, res.settings), worker_id=f"w{i}") for i in range(3)]
         threads = [threading.Thread(target=w.drain) for w in workers]
         for t in threads:
             t.start()

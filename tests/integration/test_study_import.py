@@ -17,7 +17,9 @@ METRICS = ["ref.word_recall", "ref.doc_recall", "ref.word_precision", "classic.b
 
 def drain(client: TestClient) -> None:
     app: Any = client.app
-    Worker(JobContext(app.state.session_factory, app.state.settings), worker_id="test").drain()
+    Worker(
+        JobContext(app.state.resources.session_factory, app.state.resources.settings), worker_id="test"
+    ).drain()
 
 
 def study_import(client: TestClient, files: dict[str, tuple[str, bytes]], **data: Any) -> dict[str, Any]:

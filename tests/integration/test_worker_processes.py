@@ -29,8 +29,8 @@ def test_worker_processes_score_through_the_apps_gateway_and_stop_with_it(
         s.jobs.embedded_worker, s.jobs.worker_processes, s.jobs.poll_interval_s = True, 1, 0.05
         with admin_client(create_app(s)) as client:
             app: Any = client.app
-            pids = app.state.worker_processes.pids
-            assert len(pids) == 1 and app.state.worker is None
+            pids = app.state.resources.worker_processes.pids
+            assert len(pids) == 1 and app.state.resources.worker is None
             run = make_run(client, load_mini(client))
             outputs = [
                 {"question_id": q, "answer": a, "retrieved": [{"text": t} for t in CONTEXTS[q]]}
@@ -46,7 +46,7 @@ def test_worker_processes_score_through_the_apps_gateway_and_stop_with_it(
             assert len(fake.requests) == 3
             # the calls went through this process's gateway: its ledger figures reached the job
             assert state["summary"]["judge_usage"]["opik.hallucination"]["upstream_calls"] == 3
-            gateway = app.state.scoring.gateway
+            gateway = app.state.resources.scoring.gateway
             assert gateway is not None and gateway.ledgers == {}  # released when the batch ended
         assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
     finally:

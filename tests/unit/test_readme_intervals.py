@@ -6,7 +6,9 @@ from pathlib import Path
 
 from services.reports.service import interval_mode
 
-README = " ".join((Path(__file__).resolve().parents[2] / "docs/reports.md").read_text(encoding="utf-8").split())
+README = " ".join(
+    (Path(__file__).resolve().parents[2] / "docs/reports.md").read_text(encoding="utf-8").split()
+)
 
 
 def _rule(ci: str, n_items: int = 50, n_questions: int = 50) -> str:

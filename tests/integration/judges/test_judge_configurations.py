@@ -40,7 +40,7 @@ def test_two_judge_models_coexist(client: TestClient, settings: Settings, fake: 
     score(client, run, METRICS)
     first = len(fake.requests)
     assert first > 0
-    app_settings: Settings = client.app.state.settings  # type: ignore[attr-defined]
+    app_settings: Settings = client.app.state.resources.settings  # type: ignore[attr-defined]
     app_settings.judge.model = "judge-b"
     job = score(client, run, METRICS)  # not a recompute: another configuration, so scored again
     assert job["done"] == len(METRICS) * len(ANSWERS)
