@@ -4,7 +4,8 @@ other than its own files, and its URLs (ids, query filters) sent to other sites 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from starlette.responses import Response
@@ -24,12 +25,14 @@ PAGE_POLICY = (
 # carries its stylesheet so that a saved copy is whole. Inline styles only; still no script at all.
 INLINE_STYLE_POLICY = PAGE_POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 
-HEADERS = {
-    b"x-content-type-options": b"nosniff",
-    b"x-frame-options": b"DENY",
-    b"referrer-policy": b"same-origin",
-    b"content-security-policy": PAGE_POLICY.encode(),
-}
+HEADERS: Mapping[bytes, bytes] = MappingProxyType(
+    {
+        b"x-content-type-options": b"nosniff",
+        b"x-frame-options": b"DENY",
+        b"referrer-policy": b"same-origin",
+        b"content-security-policy": PAGE_POLICY.encode(),
+    }
+)
 
 R = TypeVar("R", bound=Response)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal
 
 __all__ = [
@@ -45,7 +47,9 @@ WORD_RE = re.compile(rf"{_RUN}(?:[{re.escape(APOSTROPHES + HYPHENS)}]{_RUN})*")
 #: ``re.findall(r"\w+", text)`` does, so "royalty-free" and "you're" are two words each. Teams whose own
 #: numbers were computed with ``\w+`` pick ``w_runs`` to reproduce them.
 WordRule = Literal["joined", "w_runs"]
-WORD_RULES: dict[str, re.Pattern[str]] = {"joined": WORD_RE, "w_runs": re.compile(r"\w+")}
+WORD_RULES: Mapping[str, re.Pattern[str]] = MappingProxyType(
+    {"joined": WORD_RE, "w_runs": re.compile(r"\w+")}
+)
 
 
 def word_spans(text: str, rule: WordRule = "joined") -> list[tuple[int, int]]:
