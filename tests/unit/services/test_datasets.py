@@ -52,13 +52,17 @@ def test_unknown_dataset_is_not_found(db: Session) -> None:
 def test_document_reimport_counts_created_updated_unchanged(db: Session) -> None:
     ds = datasets.create_dataset(db, DatasetCreate(name="docs")).id
     first = datasets.import_documents(
-        db, ds, rows({"external_id": "a", "text": "alpha"}, {"external_id": "b", "text": "beta", "title": "B"})
+        db,
+        ds,
+        rows({"external_id": "a", "text": "alpha"}, {"external_id": "b", "text": "beta", "title": "B"}),
     )
     assert (first.kind, first.received, first.created, first.updated, first.unchanged) == (
         "documents", 2, 2, 0, 0
     )  # fmt: skip
     again = datasets.import_documents(
-        db, ds, rows({"external_id": "a", "text": "alpha"}, {"external_id": "b", "text": "beta", "title": "B"})
+        db,
+        ds,
+        rows({"external_id": "a", "text": "alpha"}, {"external_id": "b", "text": "beta", "title": "B"}),
     )
     assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
     changed = datasets.import_documents(
@@ -137,13 +141,19 @@ def test_questions_import_with_passages_and_reimport_is_idempotent(db: Session) 
     ("passage", "field", "reason"),
     [
         ({"document_id": "nope", "start": 0, "end": 5}, "passages[0].document_id", "unknown document 'nope'"),
-        ({"document_id": "d1", "start": 5, "end": 5}, "passages[0].end", "end 5 must be greater than start 5"),
+        (
+            {"document_id": "d1", "start": 5, "end": 5},
+            "passages[0].end",
+            "end 5 must be greater than start 5",
+        ),
         ({"document_id": "d1", "start": 0, "end": 999}, "passages[0].end", "beyond document length 83"),
         ({"document_id": "d1", "start": 31, "end": 32}, "passages[0]", "the span holds only whitespace"),
         ({"document_id": "d1", "start": 0, "end": 5, "text": "Rome"}, "passages[0].text", "does not match"),
     ],
 )
-def test_a_bad_passage_names_its_field(db: Session, passage: dict[str, object], field: str, reason: str) -> None:
+def test_a_bad_passage_names_its_field(
+    db: Session, passage: dict[str, object], field: str, reason: str
+) -> None:
     ds = dataset(db, n_questions=0)
     assert len(DOC_TEXT) == 83
     with pytest.raises(InvalidItems) as exc:
@@ -191,7 +201,7 @@ def test_repository_queries(db: Session) -> None:
     assert [d.name for d in repo.list()] == ["ds", "other"]
     assert repo.counts(ds) == (1, 3, 0)
     assert list(repo.documents_by_external_id(ds, ["d1", "x"])) == ["d1"]
-    assert repo.documents_by_external_id(ds, [])== {}
+    assert repo.documents_by_external_id(ds, []) == {}
     assert [q.external_id for q in repo.questions(ds)] == ["q1", "q2", "q3"]
     assert sorted(repo.questions_by_external_id(ds, ["q2"])) == ["q2"]
     doc_id = repo.documents(other)[0].id

@@ -1,4 +1,4 @@
-"""services.deletion: refusals listing dependants, cascades that remove exactly those, active jobs, the queries."""
+"""services.deletion: refusals listing dependants, cascades removing exactly those, active jobs, queries."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from services.models import (
     Rating,
     RatingHistory,
     RetrievedChunk,
-    Run,
     Rubric,
+    Run,
 )
 from services.ratings import service as ratings
 from services.runs import service as runs
@@ -41,7 +41,12 @@ def _count(db: Session, model: type) -> int:
 def _rated_run(db: Session, ds: int, name: str = "r1") -> int:
     r = run(db, ds, name=name)
     ratings.import_ratings(
-        db, r, rows({"question_id": "q1", "rater": "ann", "score": 4}, {"question_id": "q2", "rater": "bob", "score": 2})
+        db,
+        r,
+        rows(
+            {"question_id": "q1", "rater": "ann", "score": 4},
+            {"question_id": "q2", "rater": "bob", "score": 2},
+        ),
     )
     scores.import_scores(db, r, rows({"question_id": "q1", "metric": "external.m", "value": 0.5}))
     return r
@@ -110,7 +115,14 @@ def test_dataset_deletion_refuses_then_cascades(db: Session, tmp_path: Path) -> 
     _rated_run(db, ds)
     with pytest.raises(Conflict) as exc:
         deletion.delete_dataset(db, ds, cascade=False)
-    assert {e.field for e in exc.value.items} == {"documents", "questions", "runs", "outputs", "ratings", "metric scores"}
+    assert {e.field for e in exc.value.items} == {
+        "documents",
+        "questions",
+        "runs",
+        "outputs",
+        "ratings",
+        "metric scores",
+    }
     report = deletion.delete_dataset(db, ds, cascade=True)
     assert (report.rows["dataset"], report.rows["question"], report.rows["document"]) == (1, 3, 1)
     assert (report.rows["passage"], report.rows["run"], report.rows["output"]) == (3, 1, 3)
@@ -137,7 +149,9 @@ def test_delete_one_raters_ratings(db: Session) -> None:
     runs.import_outputs(db, r, rows({"question_id": "q3", "answer": "new"}))
     report = deletion.delete_ratings(db, r, "ann")
     assert report.rows == {"rating": 1, "rating_history": 1}
-    assert [x.rater_id for x in db.scalars(select(Rating))] == [db.scalar(select(Rater.id).where(Rater.name == "bob"))]
+    assert [x.rater_id for x in db.scalars(select(Rating))] == [
+        db.scalar(select(Rater.id).where(Rater.name == "bob"))
+    ]
     assert _count(db, RatingHistory) == 0 and _count(db, Rater) == 2
     with pytest.raises(NotFound) as exc:
         deletion.delete_ratings(db, r, "ann")

@@ -1,4 +1,4 @@
-"""services.ratings: raters, rubrics, rating imports (joins, rubrics, upserts), preferences, the repository."""
+"""services.ratings: raters, rubrics, rating imports (joins, rubrics, upserts), preferences, queries."""
 
 from __future__ import annotations
 
@@ -79,12 +79,18 @@ def test_rows_join_by_question_text_or_position(db: Session) -> None:
     raters(db, "ann")
     ratings.import_ratings(db, r, rows({"question": "  question 2? ", "rater": "ann", "score": 3}))
     with pytest.raises(InvalidItems) as exc:
-        ratings.import_ratings(db, r, rows({"rater": "ann", "score": 1}, {"rater": "ann", "score": 2}), join="order")
+        ratings.import_ratings(
+            db, r, rows({"rater": "ann", "score": 1}, {"rater": "ann", "score": 2}), join="order"
+        )
     [error] = exc.value.items
     assert (error.index, error.field) == (0, "question_id")
     assert "rater 'ann' has 2 row(s) without a question for run 'r1', which has 3 question(s)" in error.reason
     ratings.import_ratings(db, r, rows(*({"rater": "ann", "score": s} for s in (1, 2, 5))), join="order")
-    assert {(x.question_id, x.score) for x in ratings.list_ratings(db, r)} == {("q1", 1), ("q2", 2), ("q3", 5)}
+    assert {(x.question_id, x.score) for x in ratings.list_ratings(db, r)} == {
+        ("q1", 1),
+        ("q2", 2),
+        ("q3", 5),
+    }
 
 
 def test_a_bad_rating_batch_names_every_field_and_writes_nothing(db: Session) -> None:
@@ -104,7 +110,7 @@ def test_a_bad_rating_batch_names_every_field_and_writes_nothing(db: Session) ->
         )
     reasons = {(e.index, e.field): e.reason for e in exc.value.items}
     assert "unknown rater 'zed'" in reasons[(0, "rater")]
-    assert reasons[(1, "question_id")] == "run %d has no output for 'q3'" % r
+    assert reasons[(1, "question_id")] == f"run {r} has no output for 'q3'"
     assert reasons[(2, "score")] == f"9 is outside the scale 1..5 of {DEFAULT_RUBRIC_NAME!r}"
     assert reasons[(3, "rubric")] == "unknown rubric 'nope'"
     assert reasons[(3, "question_id")].startswith("duplicate 'q2/ann'")
@@ -118,7 +124,9 @@ def test_one_run_is_rated_on_one_rubric(db: Session) -> None:
     ratings.create_rubric(db, RubricCreate(name="pass", min=0, max=1))
     ratings.import_ratings(db, r, rows({"question_id": "q1", "rater": "ann", "score": 4}))
     with pytest.raises(InvalidItems) as exc:
-        ratings.import_ratings(db, r, rows({"question_id": "q2", "rater": "ann", "score": 1, "rubric": "pass"}))
+        ratings.import_ratings(
+            db, r, rows({"question_id": "q2", "rater": "ann", "score": 1, "rubric": "pass"})
+        )
     assert [(e.field, e.reason) for e in exc.value.items] == [
         ("rubric", f"run {r} is rated with {DEFAULT_RUBRIC_NAME!r}, not 'pass'")
     ]
@@ -127,7 +135,10 @@ def test_one_run_is_rated_on_one_rubric(db: Session) -> None:
     ratings.import_ratings(
         db,
         r2,
-        rows({"question_id": "q1", "rater": "ann", "score": 0, "rubric": "pass"}, {"question_id": "q2", "rater": "ann", "score": 1}),
+        rows(
+            {"question_id": "q1", "rater": "ann", "score": 0, "rubric": "pass"},
+            {"question_id": "q2", "rater": "ann", "score": 1},
+        ),
     )
     assert {x.rubric for x in ratings.list_ratings(db, r2)} == {"pass"}
 
@@ -149,14 +160,19 @@ def test_preferences_import_mirrored_and_listed(db: Session) -> None:
     a, b = run(db, ds, name="a"), run(db, ds, name="b")
     raters(db, "ann")
     # Posted as (b, a): stored for (a, b) with the scale mirrored.
-    report = preferences.import_preferences(db, b, a, rows({"question_id": "q1", "rater": "ann", "preference": 2}))
+    report = preferences.import_preferences(
+        db, b, a, rows({"question_id": "q1", "rater": "ann", "preference": 2})
+    )
     assert (report.kind, report.created) == ("preferences", 1)
     stored = db.scalars(select(Preference)).one()
     assert (stored.run_a_id, stored.run_b_id, stored.score) == (a, b, -2)
     assert db.get(Rubric, stored.rubric_id).name == PREFERENCE_IMPORT_RUBRIC_NAME  # type: ignore[union-attr]
-    assert preferences.import_preferences(
-        db, a, b, rows({"question_id": "q1", "rater": "ann", "preference": -2})
-    ).unchanged == 1
+    assert (
+        preferences.import_preferences(
+            db, a, b, rows({"question_id": "q1", "rater": "ann", "preference": -2})
+        ).unchanged
+        == 1
+    )
     [read] = preferences.list_preferences(db, b, a)
     assert (read.preference, read.stale) == (2, False)
     # A new answer makes the preference stale (kept, marked).
@@ -201,7 +217,12 @@ def test_repository_queries(db: Session) -> None:
     r = run(db, ds, answers={"q2": "b", "q1": "a"})
     raters(db, "ann", "bob")
     ratings.import_ratings(
-        db, r, rows({"question_id": "q1", "rater": "bob", "score": 2}, {"question_id": "q2", "rater": "ann", "score": 5})
+        db,
+        r,
+        rows(
+            {"question_id": "q1", "rater": "bob", "score": 2},
+            {"question_id": "q2", "rater": "ann", "score": 5},
+        ),
     )
     repo = RatingRepository(db)
     assert list(repo.raters()) == ["ann", "bob"]

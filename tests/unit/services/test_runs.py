@@ -29,7 +29,12 @@ def _question_id(db: Session, run_id: int, ext: str) -> int:
 def test_create_run_and_its_failures(db: Session) -> None:
     ds = dataset(db)
     read = runs.create_run(db, ds, RunCreate(name="v1", system={"retriever": "bm25", "k": 5}))
-    assert (read.dataset_id, read.name, read.system, read.outputs) == (ds, "v1", {"retriever": "bm25", "k": 5}, 0)
+    assert (read.dataset_id, read.name, read.system, read.outputs) == (
+        ds,
+        "v1",
+        {"retriever": "bm25", "k": 5},
+        0,
+    )
     with pytest.raises(Conflict) as exc:
         runs.create_run(db, ds, RunCreate(name="v1"))
     assert [(e.field, e.reason) for e in exc.value.items] == [("name", f"already taken by run {read.id}")]
@@ -70,7 +75,13 @@ def test_output_reimport_counts_and_versions(db: Session) -> None:
     assert _output(db, r, "q2").latency_ms == 20
 
     stored = db.scalars(select(RetrievedChunk).where(RetrievedChunk.output_id == q1.id)).one()
-    assert (stored.rank, stored.start, stored.end, stored.text, stored.location) == (1, 0, 31, DOC_TEXT[:31], "given")
+    assert (stored.rank, stored.start, stored.end, stored.text, stored.location) == (
+        1,
+        0,
+        31,
+        DOC_TEXT[:31],
+        "given",
+    )
 
 
 def test_a_new_answer_moves_ratings_and_scores_to_history(db: Session) -> None:
@@ -106,7 +117,8 @@ def test_a_new_answer_moves_ratings_and_scores_to_history(db: Session) -> None:
         ({"question_id": "q1", "answer": "a",
           "retrieved": [{"document_id": "d1", "start": 0, "end": 5, "text": "Rome."}]},
          "retrieved[0].text", "does not match the document span"),
-        ({"question_id": "q1", "answer": "a", "retrieved": [{"start": 0}]}, "retrieved[0]", "needs document_id"),
+        ({"question_id": "q1", "answer": "a", "retrieved": [{"start": 0}]},
+         "retrieved[0]", "needs document_id"),
     ],
 )  # fmt: skip
 def test_a_bad_output_names_its_field(db: Session, item: dict[str, object], field: str, reason: str) -> None:
@@ -164,7 +176,9 @@ def test_ragchecker_rows_match_by_query_id(db: Session) -> None:
     r = runs.create_run(db, ds, RunCreate(name="rc")).id
     assert runs.detect_format(rows({"query_id": 1, "response": "x"})) == "ragchecker"
     runs.import_outputs(
-        db, r, rows({"query_id": "q1", "response": "x", "retrieved_context": [{"doc_id": "d1", "text": "Rome"}]})
+        db,
+        r,
+        rows({"query_id": "q1", "response": "x", "retrieved_context": [{"doc_id": "d1", "text": "Rome"}]}),
     )
     [out] = runs.list_outputs(db, r)
     assert (out.answer, out.retrieved[0].start, out.retrieved[0].document_id) == ("x", 66, "d1")

@@ -1,4 +1,4 @@
-"""services.scores: long and wide imports of external scores (upserts, directions), the table, the repository."""
+"""services.scores: long and wide imports of external scores (upserts, directions), the table, queries."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def test_long_scores_upsert_by_question_and_metric(db: Session) -> None:
         ({"question_id": "q3", "metric": "external.x", "value": 1}, "question_id", "has no output for 'q3'"),
     ],
 )
-def test_a_bad_long_score_names_its_field(db: Session, item: dict[str, object], field: str, reason: str) -> None:
+def test_a_bad_long_score_names_its_field(
+    db: Session, item: dict[str, object], field: str, reason: str
+) -> None:
     ds = dataset(db)
     r = run(db, ds, answers={"q1": "a"})
     with pytest.raises(InvalidItems) as exc:
@@ -134,7 +136,7 @@ def test_wide_failures(db: Session) -> None:
             library="ragas",
         )  # fmt: skip
     assert [(e.index, e.field) for e in exc.value.items] == [(0, "question"), (2, "question")]
-    assert "run %d has no output for 'q2'" % r in exc.value.items[0].reason
+    assert f"run {r} has no output for 'q2'" in exc.value.items[0].reason
     assert "second row for 'q1'" in exc.value.items[1].reason
     assert db.scalar(select(func.count()).select_from(MetricScore)) == 0
 
@@ -184,7 +186,11 @@ def test_repository_queries(db: Session) -> None:
     assert chosen == {"external.m": EXTERNAL_CONFIG, "external.n": EXTERNAL_CONFIG}
     assert every == {"external.m": {EXTERNAL_CONFIG}, "external.n": {EXTERNAL_CONFIG}}
     values = repo.report_values([r], chosen)
-    assert sorted((m, v) for _, m, v, _, _ in values) == [("external.m", 0.5), ("external.m", 0.7), ("external.n", 1.0)]
+    assert sorted((m, v) for _, m, v, _, _ in values) == [
+        ("external.m", 0.5),
+        ("external.m", 0.7),
+        ("external.n", 1.0),
+    ]
     assert repo.report_values([r], {}) == []
     assert set(repo.ids_of([q1], ["external.m", "external.n"])) == {
         (q1, "external.m", EXTERNAL_CONFIG), (q1, "external.n", EXTERNAL_CONFIG)
