@@ -176,31 +176,49 @@ def test_a_score_on_an_earlier_answer_goes_to_history(db: Session) -> None:
 
 def test_pairwise_preferences_are_stored_for_run_a(db: Session) -> None:
     ds = dataset(db)
-    a, b = run(db, ds, name="a"), run(db, ds, name="b")
-    users = _users(db, "ann", "bob")
+    qids = ("q1", "q2", "q3")
+    a = run(db, ds, name="a", answers={q: f"a-{q}" for q in qids})
+    b = run(db, ds, name="b", answers={q: f"b-{q}" for q in qids})
+    _users(db, "ann", "bob")
     t = _task(db, a, mode="pairwise", run_b_id=b, per_output=1)
     read = tasks.read_task(db, t)
     assert (read.rubric.name, sum(p.assigned for p in read.raters)) == (PREFERENCE_RUBRIC_NAME, 3)
-    ann = users["ann"] if read.raters[0].assigned else users["bob"]
-    item = TaskRepository(db).item(t, ann, 1)
-    assert item is not None
-    view = tasks.item_view(db, t, ann, 1)
-    assert [x.side for x in view.answers] == ["left", "right"]
-    tasks.act(db, t, ann, 1, ItemAction(action="rate", score=5, left_version=1, right_version=1))
-    db.refresh(item)
-    # 5 = the right answer much better; stored for run A vs run B.
-    assert item.preference == (1 if item.b_on_left else 5)
-    assert (item.output_version, item.output_b_version) == (1, 1)
-    assert tasks.queue(db, t, ann).entries[0].score == 5
+    repo = TaskRepository(db)
+    items = list(repo.items(t))
+    # The seed puts run B's answer on the left for some items and on the right for others: both cases run.
+    assert {i.b_on_left for i in items} == {True, False}
+    for item in items:
+        view = tasks.item_view(db, t, item.user_id, item.position)
+        assert [x.side for x in view.answers] == ["left", "right"]
+        left = view.answers[0].answer
+        assert left == f"{'b' if item.b_on_left else 'a'}-{view.question_id}"
+        tasks.act(
+            db,
+            t,
+            item.user_id,
+            item.position,
+            ItemAction(action="rate", score=5, left_version=1, right_version=1),
+        )
+    for item in items:
+        db.refresh(item)
+        # 5 = the right answer much better, stored for run A vs run B (high = B better): 1 when B was left.
+        assert item.preference == (1 if item.b_on_left else 5)
+        assert (item.output_version, item.output_b_version) == (1, 1)
+        # Shown back as given, on the left/right scale.
+        [entry] = [e for e in tasks.queue(db, t, item.user_id).entries if e.position == item.position]
+        assert entry.score == 5
+    first = items[0]
     with pytest.raises(InvalidItems) as exc:
-        tasks.act(db, t, ann, 1, ItemAction(action="rate", score=3, left_version=1))
+        tasks.act(db, t, first.user_id, first.position, ItemAction(action="rate", score=3, left_version=1))
     assert [e.field for e in exc.value.items] == ["right_version"]
     with pytest.raises(InvalidItems) as exc:
-        tasks.act(db, t, ann, 1, ItemAction(action="rate", score=3, version=1))
+        tasks.act(db, t, first.user_id, first.position, ItemAction(action="rate", score=3, version=1))
     assert [e.field for e in exc.value.items] == ["version"]
     headers, exported = tasks.export(db, t)
     assert headers[-2:] == ["run_a", "run_b"]
-    assert [(x.score, x.run_a, x.run_b) for x in exported] == [(item.preference, a, b)]
+    assert sorted((x.score, x.run_a, x.run_b) for x in exported) == sorted(
+        (i.preference, a, b) for i in items
+    )
 
 
 def test_dashboard_and_export(db: Session) -> None:
