@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from services.accounts import service as accounts
@@ -141,7 +141,7 @@ def test_login_limits_count_failures_per_name(db: Session) -> None:
     accounts.check_login_limits(db, AUTH, "bob", "10.0.0.1")  # another name from the same address
     assert [f.name for f in db.scalars(select(LoginFailure))] == ["ann", "ann"]
     # Failures older than the window are pruned by the next one recorded.
-    db.execute(LoginFailure.__table__.update().values(at=datetime.now(UTC) - timedelta(hours=1)))
+    db.execute(update(LoginFailure).values(at=datetime.now(UTC) - timedelta(hours=1)))
     accounts.record_login_failure(db, AUTH, "cy", "10.0.0.1")
     assert [f.name for f in db.scalars(select(LoginFailure))] == ["cy"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
@@ -113,7 +115,7 @@ def test_a_document_text_cannot_shrink_under_a_stored_passage(db: Session) -> No
 
 def test_questions_import_with_passages_and_reimport_is_idempotent(db: Session) -> None:
     ds = dataset(db, n_questions=0)
-    items = [
+    items: list[dict[str, Any]] = [
         {
             "external_id": "q1",
             "question": "Capital of France?",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from services.datasets import service as datasets
@@ -182,14 +182,14 @@ def test_delete_job_results_by_kind(db: Session) -> None:
     raters(db, "ann", "bob")
     r = _rated_run(db, ds)
     scoring = _job(db, "scoring", "done", run_id=r)
-    db.execute(MetricScore.__table__.update().values(job_id=scoring.id))
+    db.execute(update(MetricScore).values(job_id=scoring.id))
     assert deletion.delete_job_results(db, scoring.id, cascade=False).rows["metric_score"] == 1
     assert db.get(Job, scoring.id) is not None  # the record stays
 
     generate = _job(db, "generate", "done", run_id=r)
     qids = {q.external_id: q.id for q in db.scalars(select(Question).where(Question.dataset_id == ds))}
     db.add_all(JobItem(job_id=generate.id, key=str(qids[q]), status="done") for q in ("q1", "q2"))
-    db.execute(Output.__table__.update().values(generator={"kind": "extractive"}))
+    db.execute(update(Output).values(generator={"kind": "extractive"}))
     with pytest.raises(Conflict) as exc:
         deletion.delete_job_results(db, generate.id, cascade=False)
     assert {e.field for e in exc.value.items} == {"ratings"}

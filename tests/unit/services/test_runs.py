@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -53,7 +55,7 @@ def test_create_run_and_its_failures(db: Session) -> None:
 def test_output_reimport_counts_and_versions(db: Session) -> None:
     ds = dataset(db, n_questions=2)
     r = runs.create_run(db, ds, RunCreate(name="v1")).id
-    items = [
+    items: list[dict[str, Any]] = [
         {"question_id": "q1", "answer": "Paris", "retrieved": [{"document_id": "d1", "start": 0, "end": 31}]},
         {"question_id": "q2", "answer": "Berlin", "latency_ms": 10},
     ]
@@ -63,7 +65,7 @@ def test_output_reimport_counts_and_versions(db: Session) -> None:
 
     # Metadata only (latency, a chunk's score): updated, the version stays.
     items[1]["latency_ms"] = 20
-    items[0]["retrieved"][0]["score"] = 0.5  # type: ignore[index]
+    items[0]["retrieved"][0]["score"] = 0.5
     meta = runs.import_outputs(db, r, rows(*items))
     assert (meta.created, meta.updated, meta.unchanged, meta.invalidated_ratings) == (0, 2, 0, 0)
     q1, q2 = _output(db, r, "q1"), _output(db, r, "q2")

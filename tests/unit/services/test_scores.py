@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -10,7 +12,7 @@ from services.errors import InvalidItems, NotFound, WrongKind
 from services.models import MetricScore
 from services.runs.repository import RunRepository
 from services.scores import service as scores
-from services.scores.external import EXTERNAL_CONFIG
+from services.scores.external import EXTERNAL_CONFIG, import_wide_scores
 from services.scores.repository import ScoreRepository
 from tests.unit.services.factories import dataset, rows, run
 
@@ -28,7 +30,7 @@ def _oid(db: Session, ds: int, r: int, ext: str) -> int:
 def test_long_scores_upsert_by_question_and_metric(db: Session) -> None:
     ds = dataset(db)
     r = run(db, ds)
-    batch = [
+    batch: list[dict[str, Any]] = [
         {"question_id": "q1", "metric": "external.judge", "value": 0.5, "higher_is_better": True},
         {"question_id": "q2", "metric": "external.judge", "value": None},
         {"question_id": "q1", "metric": "external.other", "value": "1"},
@@ -93,7 +95,7 @@ def test_a_ratings_file_posted_as_scores_is_the_wrong_kind(db: Session) -> None:
 def test_wide_ragas_export_names_metrics_by_the_catalogue(db: Session) -> None:
     ds = dataset(db)
     r = run(db, ds)
-    table = [
+    table: list[dict[str, Any]] = [
         {"user_input": "Question 1?", "response": "x", "faithfulness": 0.9, "my_metric": 3},
         {"user_input": "Question 2?", "response": "y", "faithfulness": None, "my_metric": 4},
     ]
@@ -122,13 +124,13 @@ def test_wide_failures(db: Session) -> None:
     ds = dataset(db)
     r = run(db, ds, answers={"q1": "a"})
     with pytest.raises(InvalidItems) as exc:
-        scores.import_wide_scores(db, r, rows({"question_id": "q1", "faithfulness": 0.5}))
+        import_wide_scores(db, r, rows({"question_id": "q1", "faithfulness": 0.5}))
     assert [e.field for e in exc.value.items] == ["library"]
     with pytest.raises(InvalidItems) as exc:
-        scores.import_wide_scores(db, r, rows({"question_id": "q1", "faithfulness": 0.5}), library="Bad Name")
+        import_wide_scores(db, r, rows({"question_id": "q1", "faithfulness": 0.5}), library="Bad Name")
     assert [e.field for e in exc.value.items] == ["library"]
     with pytest.raises(InvalidItems) as exc:
-        scores.import_wide_scores(
+        import_wide_scores(
             db,
             r,
             rows({"question_id": "q2", "faithfulness": 0.5}, {"question_id": "q1", "faithfulness": 0.5},
@@ -180,7 +182,7 @@ def test_repository_queries(db: Session) -> None:
     q1 = _oid(db, ds, r, "q1")
     assert [(s.output_id, s.metric) for s in repo.of_runs([r], ["external.n"])] == [(q1, "external.n")]
     assert len(repo.of_runs([r])) == 3
-    assert sorted(v[1] for v in repo.values_of_run(r, "external.m", EXTERNAL_CONFIG).values()) == [0.5, 0.7]
+    assert {v[1] for v in repo.values_of_run(r, "external.m", EXTERNAL_CONFIG).values()} == {0.5, 0.7}
     assert list(repo.existing([q1], "external.m", EXTERNAL_CONFIG)) == [q1]
     chosen, every = repo.reported_configs([r])
     assert chosen == {"external.m": EXTERNAL_CONFIG, "external.n": EXTERNAL_CONFIG}

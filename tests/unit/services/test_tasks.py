@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from services.accounts import service as accounts
 from services.accounts.schemas import Role, UserCreate
-from services.errors import Conflict, Forbidden, InvalidItems, NotFound
+from services.errors import Conflict, Forbidden, InvalidItems, NotFound, ServiceError
 from services.models import Rating, RatingHistory, TaskItem, TaskRater
 from services.ratings import service as ratings
 from services.ratings.schemas import DEFAULT_RUBRIC_NAME, RubricCreate
@@ -78,9 +78,10 @@ def test_task_failures_name_their_field(db: Session) -> None:
         ({"name": "p", "per_output": 3}, InvalidItems, "per_output"),
     ]
     for kw, error, field in cases:
-        with pytest.raises(error) as exc:  # type: ignore[call-overload]
+        with pytest.raises(error) as caught:
             _task(db, r, **kw)
-        assert {e.field for e in exc.value.items} == {field}, kw
+        assert isinstance(caught.value, ServiceError)
+        assert {e.field for e in caught.value.items} == {field}, kw
     with pytest.raises(InvalidItems) as exc:
         _task(db, r, name="p", raters=["ann", "ann", "zed", "vic"])
     assert [(e.index, e.reason) for e in exc.value.items] == [
@@ -97,9 +98,9 @@ def test_task_failures_name_their_field(db: Session) -> None:
     # One run, one rubric: a run rated already takes no task on another rubric.
     ratings.create_rubric(db, RubricCreate(name="pass", min=0, max=1))
     ratings.import_ratings(db, r, rows({"question_id": "q1", "rater": "ann", "score": 4}))
-    with pytest.raises(Conflict) as exc:
+    with pytest.raises(Conflict) as conflict:
         _task(db, r, name="p", rubric="pass")
-    assert [e.field for e in exc.value.items] == ["rubric"]
+    assert [e.field for e in conflict.value.items] == ["rubric"]
 
 
 def test_rate_skip_flag_and_the_queue(db: Session) -> None:
