@@ -173,13 +173,18 @@ def test_question_rules_of_the_schema_are_item_errors(db: Session) -> None:
             db,
             ds,
             rows(
-                {"external_id": "q1", "question": "?", "answerable": False, "reference_answer": "x"},
+                {
+                    "external_id": "q1",
+                    "question": "?",
+                    "answerable": False,
+                    "passages": [{"document_id": "d1", "start": 0, "end": 3}],
+                },
                 {"external_id": "q2", "question": "?", "types": ["a", "a"]},
                 {"external_id": "q1", "question": "?"},
             ),
         )
     assert _errors(exc) == [(0, "(row)"), (1, "types")]  # q1 at index 2 is not a duplicate of a bad row
-    assert "reference_answer null" in exc.value.items[0].reason
+    assert "passages" in exc.value.items[0].reason  # an unanswerable question has nothing to find
 
 
 def test_export_reimports_to_the_identical_dataset(db: Session) -> None:

@@ -26,14 +26,16 @@ def _users(db: Session, *names: str, role: Role = Role.rater) -> dict[str, int]:
 
 def _task(db: Session, run_id: int, **kw: object) -> int:
     data = {"name": "t", "run_id": run_id, "raters": ["ann", "bob"], "seed": 7, **kw}
-    return tasks.create_task(db, TaskCreate.model_validate(data), None).id
+    return tasks.create_task(db, TaskCreate.model_validate(data), None, min_raters=2).id
 
 
 def test_create_task_assigns_every_output_to_every_rater(db: Session) -> None:
     ds = dataset(db)
     r = run(db, ds)
     _users(db, "ann", "bob")
-    read = tasks.create_task(db, TaskCreate(name="t", run_id=r, raters=["ann", "bob"], seed=7), None)
+    read = tasks.create_task(
+        db, TaskCreate(name="t", run_id=r, raters=["ann", "bob"], seed=7), None, min_raters=2
+    )
     assert (read.mode, read.seed, read.n_outputs, read.rubric.name) == (
         "pointwise",
         7,
@@ -182,7 +184,7 @@ def test_pairwise_preferences_are_stored_for_run_a(db: Session) -> None:
     b = run(db, ds, name="b", answers={q: f"b-{q}" for q in qids})
     _users(db, "ann", "bob")
     t = _task(db, a, mode="pairwise", run_b_id=b, per_output=1)
-    read = tasks.read_task(db, t)
+    read = tasks.read_task(db, t, min_raters=2)
     assert (read.rubric.name, sum(p.assigned for p in read.raters)) == (PREFERENCE_RUBRIC_NAME, 3)
     repo = TaskRepository(db)
     items = list(repo.items(t))
@@ -234,7 +236,7 @@ def test_dashboard_and_export(db: Session) -> None:
             assert item is not None
             s = score if item.question_id == min(i.question_id for i in repo.items(t)) else 3
             tasks.act(db, t, users[name], position, ItemAction(action="rate", score=s, comment=name))
-    board = tasks.dashboard(db, t, threshold=2)
+    board = tasks.dashboard(db, t, threshold=2, min_raters=2)
     assert [(d.question_id, d.scores, d.spread) for d in board.disagreements] == [
         ("q1", {"ann": 1, "bob": 5}, 4)
     ]
@@ -264,4 +266,6 @@ def test_repository_queries(db: Session) -> None:
     assert repo.rates_run(r, users["ann"]) and not repo.rates_run(r, users["cy"])
     assert [i.position for i in repo.items(t, users["ann"])] == [1, 2, 3]
     assert len(repo.items(t)) == 6
-    assert [x.id for x in tasks.list_tasks(db, users["cy"])] == [] and len(tasks.list_tasks(db)) == 1
+    assert [x.id for x in tasks.list_tasks(db, users["cy"], min_raters=2)] == [] and len(
+        tasks.list_tasks(db, min_raters=2)
+    ) == 1
