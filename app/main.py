@@ -56,6 +56,7 @@ from services.reports.schemas import ReportRead
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
 from services.tasks.schemas import ExportRow
+from services.workers import worker_runtime
 
 log = logging.getLogger("ragmeta")
 
@@ -118,7 +119,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             else:
                 # Worker processes send their judge calls through this process's gateway: one bound for all.
                 gateway = await anyio.to_thread.run_sync(resources.gateway_url)
-                processes = await anyio.to_thread.run_sync(WorkerProcesses(settings, gateway, count).start)
+                processes = await anyio.to_thread.run_sync(
+                    WorkerProcesses(settings, gateway, count, worker_runtime).start
+                )
         app.state.worker, app.state.worker_processes = worker, processes
         yield
         if worker is not None:

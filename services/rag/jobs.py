@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.datasets.service import get_dataset
-from services.jobs.worker import JobContext
-from services.models import Job, Output, Question, RetrievedChunk
+from services.jobs.registry import JobContext
+from services.jobs.repository import JobRepository
+from services.models import Output, Question, RetrievedChunk
 from services.rag import index
 from services.rag.llm import LLMError
 from services.rag.service import generate_answer, retrieve
@@ -20,9 +21,13 @@ from services.runs.service import get_run, lock_run
 class IndexHandler:
     batch_size = 1  # one part at a time, so progress moves chunks -> bm25 -> dense
 
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
+    def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        dataset_id = int(job.params["dataset_id"])
+        with ctx.read_factory() as session:
+            params = JobRepository(session).params(job_id)
+        if params is None:
+            return dict.fromkeys(keys, "missing: the job was deleted")
+        dataset_id = int(params["dataset_id"])
         for part in keys:
             # Read the corpus and build (minutes) outside any write transaction; record the state briefly.
             with ctx.read_factory() as session:
@@ -37,10 +42,13 @@ class IndexHandler:
 class GenerateHandler:
     batch_size = 4
 
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
+    def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
         with ctx.read_factory() as session:
-            run = get_run(session, int(job.params["run_id"]))
+            params = JobRepository(session).params(job_id)
+            if params is None:
+                return dict.fromkeys(keys, "missing: the job was deleted")
+            run = get_run(session, int(params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
             questions = {key: session.get(Question, int(key)) for key in keys}
         system = run.system or {}
