@@ -20,7 +20,16 @@ from services.models import Job, JobItem, utcnow
 
 # Handlers and their context are defined with the registry; they are named here for the callers that build
 # a worker (``JobContext(...)``, ``Worker(ctx)``).
-__all__ = ["JobContext", "JobHandler", "Worker", "WorkerResources", "batch_size", "even_batches", "run_batch"]
+__all__ = [
+    "JobContext",
+    "JobHandler",
+    "Worker",
+    "WorkerResources",
+    "batch_size",
+    "even_batches",
+    "refresh_job",
+    "run_batch",
+]
 
 log = logging.getLogger("ragmeta.worker")
 
