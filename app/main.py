@@ -58,6 +58,7 @@ from services.resources import Resources
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
 from services.tasks.schemas import ExportRow
+from services.workers import worker_runtime
 
 log = logging.getLogger("ragmeta")
 
@@ -146,7 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 else:
                     # Worker processes send their judge calls through this process's gateway: one bound.
                     gateway = await anyio.to_thread.run_sync(core.scoring.gateway_url)
-                    processes = WorkerProcesses(settings, gateway, count)
+                    processes = WorkerProcesses(settings, gateway, count, worker_runtime)
                     stack.callback(processes.stop)
                     await anyio.to_thread.run_sync(processes.start)
             resources.worker, resources.worker_processes = worker, processes

@@ -54,7 +54,7 @@ class _Slot:
 
 
 async def main(args: argparse.Namespace) -> None:
-    from services.jobs.queue import conninfo
+    from services.jobs.connection import conninfo
     from services.judge.slots import JudgeSlots
 
     info = conninfo(args.pg_url)

@@ -409,6 +409,7 @@ def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, process
     from services.metrics import registry
     from services.metrics.resources import ScoringResources
     from services.models import Dataset, Output, Question, RetrievedChunk, Run
+    from services.workers import worker_runtime
 
     url = f"sqlite:///{tmp / 'bench.db'}"
     upgrade(url)
@@ -449,7 +450,7 @@ def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, process
     resources = ScoringResources(settings, factory)
     workers = None
     if processes:
-        workers = WorkerProcesses(settings, resources.gateway_url(), processes).start()
+        workers = WorkerProcesses(settings, resources.gateway_url(), processes, worker_runtime).start()
         # Library imports are excluded from every wall, the worker processes' too.
         if not workers.wait_ready(600):
             raise SystemExit("the worker processes did not import the judge libraries within 600 s")

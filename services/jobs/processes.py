@@ -18,10 +18,19 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from services.config import Settings
+from services.jobs.registry import WorkerResources
+
+# What a worker process runs its jobs with, given by whoever starts the processes: a module-level function
+# (spawned processes receive it by name) that registers the domains' job handlers, imports what must be
+# imported before the first batch, and returns the process's resources (closed when the worker ends).
+WorkerRuntime = Callable[[Settings, "sessionmaker[Session]", "str | None"], WorkerResources]
 
 log = logging.getLogger("ragmeta.worker")
 
@@ -42,35 +51,33 @@ def job_workers(settings: Settings) -> int:
 
 
 def run_worker_process(
-    settings_json: str, gateway_url: str | None, worker_id: str, parent: int, ready: Any = None
+    settings_json: str,
+    gateway_url: str | None,
+    worker_id: str,
+    parent: int,
+    ready: Any,
+    runtime: WorkerRuntime,
 ) -> None:
-    """The body of one worker process: a Worker with its own resources, until SIGTERM or its parent ends.
-    With a judge configured, the judge libraries are imported before the worker takes its first batch
-    (``ready`` is set once they are): a batch importing openai while a background thread did the same
-    failed with ``KeyError: 'openai.types'``."""
+    """The body of one worker process: a Worker with the resources ``runtime`` makes, until SIGTERM or its
+    parent ends. ``ready`` is set once the runtime returned: with a judge configured it imports the judge
+    libraries before the worker takes its first batch (a batch importing openai while a background thread
+    did the same failed with ``KeyError: 'openai.types'``)."""
+    from services.db import make_engine, make_session_factory
     from services.jobs.queue import make_worker
-    from services.jobs.worker import JobContext
+    from services.jobs.registry import JobContext
     from services.offline import apply_offline_env
-    from services.resources import Resources
 
     # Ctrl-C reaches the whole process group; the parent's SIGTERM is what stops a worker after its batch
     # (a KeyboardInterrupt here would drop the batch in the middle).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     apply_offline_env()
     settings = Settings.model_validate_json(settings_json)
-
-    def warm() -> None:
-        if settings.judge.configured:
-            from services.metrics.judges.preload import preload
-
-            preload()
-        if ready is not None:
-            ready.set()
-
-    warm()
-    # The engine is the resources' own: disposed when they close.
-    resources = Resources.open(settings, gateway_url=gateway_url)
-    worker = make_worker(JobContext(resources.session_factory, settings, resources), worker_id=worker_id)
+    engine = make_engine(settings.database_url)
+    factory = make_session_factory(engine)
+    resources = runtime(settings, factory, gateway_url)
+    if ready is not None:
+        ready.set()
+    worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)
     signal.signal(signal.SIGTERM, lambda *_: worker.request_stop())
 
     def orphaned() -> None:
@@ -83,13 +90,17 @@ def run_worker_process(
         worker.run_forever()
     finally:
         resources.close()
+        engine.dispose()
 
 
 class WorkerProcesses:
-    def __init__(self, settings: Settings, gateway_url: str | None, count: int) -> None:
+    def __init__(
+        self, settings: Settings, gateway_url: str | None, count: int, runtime: WorkerRuntime
+    ) -> None:
         self.settings = settings
         self.gateway_url = gateway_url
         self.count = count
+        self.runtime = runtime
         self.processes: list[BaseProcess] = []
         self._ready: list[Any] = []
 
@@ -106,7 +117,7 @@ class WorkerProcesses:
             ready = context.Event()
             process = context.Process(
                 target=run_worker_process,
-                args=(settings_json, self.gateway_url, f"embedded-{i}", os.getpid(), ready),
+                args=(settings_json, self.gateway_url, f"embedded-{i}", os.getpid(), ready, self.runtime),
                 name=f"ragmeta-worker-{i}",
             )
             process.start()

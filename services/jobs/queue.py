@@ -37,17 +37,18 @@ import random
 import threading
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from services.config import Settings
+from services.jobs.connection import conninfo, uses_queue
+from services.jobs.registry import JobContext, process_handlers
 from services.jobs.repository import JobRepository
 
 if TYPE_CHECKING:
     import procrastinate
     from procrastinate.types import JSONValue
 
-    from services.jobs.worker import JobContext, Worker
+    from services.jobs.worker import Worker
 
 log = logging.getLogger("ragmeta.worker")
 
@@ -56,16 +57,6 @@ TASK = "ragmeta.batch"
 RUNNABLE = ("queued", "running")
 # Pause before a batch whose handler raised runs again.
 RETRY_WAIT_S = 2
-
-
-def uses_queue(database_url: str) -> bool:
-    """Whether jobs of this database go through procrastinate (PostgreSQL) or the lease loop (SQLite)."""
-    return make_url(database_url).get_backend_name() == "postgresql"
-
-
-def conninfo(database_url: str) -> str:
-    """The libpq URI of a SQLAlchemy ``postgresql+psycopg://`` URL."""
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 class BatchRetry(Exception):
@@ -85,11 +76,12 @@ def batches(ids: list[int], size: int) -> list[tuple[int, int]]:
 
 def dispatch(session: Session, settings: Settings, job_id: int, kind: str) -> int:
     """Defer the job's items left as procrastinate batches (``batch_size`` for that many items: an equal
-    share per worker), in the session's transaction. Returns the number of batches."""
-    from services.jobs.worker import batch_size, handler_for
+    share per worker), in the session's transaction. Returns the number of batches. The kind's handler
+    must be registered in this process (UnknownJobKind otherwise)."""
+    from services.jobs.worker import batch_size
 
     ids = JobRepository(session).claimable_ids(job_id, settings.jobs.lease_s)
-    ranges = batches(ids, batch_size(settings, handler_for(kind), len(ids)))
+    ranges = batches(ids, batch_size(settings, process_handlers.get(kind), len(ids)))
     if not ranges:
         return 0
     # The ORM session's own psycopg connection, inside its open transaction.
@@ -118,6 +110,8 @@ def run_batch_task(ctx: JobContext, queue_job_id: int, job_id: int, first: int, 
             session.commit()
             return f"job {job.status}, {released} items given back"
         items = repo.claim_range(job_id, first, last, token, ctx.settings.jobs.lease_s)
+        # The claim is committed before the batch runs: the stalled sweep sees it live.
+        session.commit()
         if not items:
             # Also a batch run again after it recorded its items but not the job's counts.
             refresh_job(session, job)

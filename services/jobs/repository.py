@@ -16,6 +16,11 @@ class JobRepository(Repository):
     def get(self, job_id: int) -> Job | None:
         return self.session.get(Job, job_id)
 
+    def params(self, job_id: int) -> dict[str, Any] | None:
+        """The job's parameters (None: the job was deleted), for handlers that get only its id."""
+        params = self.session.scalar(select(Job.params).where(Job.id == job_id))
+        return None if params is None else dict(params)
+
     def recent(self, status: str | None = None, limit: int = 100) -> Sequence[Job]:
         stmt = select(Job).order_by(Job.id.desc()).limit(limit)
         if status:
@@ -61,15 +66,14 @@ class JobRepository(Repository):
         return self._take(token, JobItem.id.in_(ids.scalar_subquery()), claimable)
 
     def _take(self, token: str, *where: Any) -> list[JobItem]:
-        """Mark the items matching ``where`` claimed by ``token`` (one UPDATE, committed) and return every
-        item ``token`` holds, in id order."""
+        """Mark the items matching ``where`` claimed by ``token`` (one UPDATE) and return every item
+        ``token`` holds, in id order. The caller commits the claim before running the batch."""
         self.session.execute(
             update(JobItem)
             .where(*where)
             .values(status="claimed", worker_id=token, claimed_at=utcnow(), attempts=JobItem.attempts + 1)
             .execution_options(synchronize_session=False)
         )
-        self.session.commit()
         stmt = (
             select(JobItem)
             .where(JobItem.worker_id == token, JobItem.status == "claimed")

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.errors import Conflict, NotFound
-from services.jobs.queue import dispatch, uses_queue
+from services.jobs.connection import uses_queue
+from services.jobs.queue import dispatch
 from services.jobs.repository import JobRepository
 from services.models import Job, utcnow
 

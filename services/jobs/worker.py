@@ -7,70 +7,31 @@ heartbeat renews while the batch runs.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import uuid
-from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from services.config import Settings
-from services.db import read_factory
+from services.jobs.registry import JobContext, JobHandler, WorkerResources
 from services.jobs.repository import JobRepository
 from services.models import Job, JobItem, utcnow
 
-if TYPE_CHECKING:
-    from services.resources import Resources
+# Handlers and their context are defined with the registry; they are named here for the callers that build
+# a worker (``JobContext(...)``, ``Worker(ctx)``).
+__all__ = [
+    "JobContext",
+    "JobHandler",
+    "Worker",
+    "WorkerResources",
+    "batch_size",
+    "even_batches",
+    "refresh_job",
+    "run_batch",
+]
 
 log = logging.getLogger("ragmeta.worker")
-
-
-@dataclass(frozen=True)
-class JobContext:
-    """What handlers share: ``session_factory`` for short write transactions and ``read_factory`` for
-    reads; neither is held across slow work (a judge call, an LLM answer, an index build)."""
-
-    session_factory: sessionmaker[Session]
-    settings: Settings
-    # What the process keeps for its life (scoring's loop, judge gateway, pools and models, the loaded
-    # indexes, the generator's clients), owned by whoever runs the worker; None: each batch makes (and
-    # closes) what it needs.
-    resources: Resources | None = None
-
-    @cached_property
-    def read_factory(self) -> sessionmaker[Session]:
-        return read_factory(self.session_factory)
-
-
-class JobHandler(Protocol):
-    """What a kind of job does with a batch of its items.
-
-    ``process`` returns, for each key, None (done) or an error text "cause: message" (failed: the item's
-    error is recorded and the job goes on). Raising fails nothing by itself: the batch is put back and
-    retried up to ``jobs.max_item_retries`` times.
-    """
-
-    batch_size: int
-
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]: ...
-
-
-HANDLERS = {
-    "scoring": "services.metrics.scoring:ScoringHandler",
-    "index": "services.rag.jobs:IndexHandler",
-    "generate": "services.rag.jobs:GenerateHandler",
-}
-_loaded: dict[str, JobHandler] = {}
-
-
-def handler_for(kind: str) -> JobHandler:
-    if kind not in _loaded:
-        module, _, name = HANDLERS[kind].partition(":")
-        _loaded[kind] = getattr(importlib.import_module(module), name)()
-    return _loaded[kind]
 
 
 def batch_size(settings: Settings, handler: JobHandler, items: int | None = None) -> int:
@@ -94,7 +55,7 @@ def run_batch(ctx: JobContext, session: Session, job: Job, items: list[JobItem],
     """Run the job's handler on items claimed under ``token`` and record each item's outcome; the batch's
     claim is renewed while it runs. True when every item ended (done or failed); False when the batch raised
     and some items went back to pending to be taken again (up to ``jobs.max_item_retries`` claims each)."""
-    handler = handler_for(job.kind)
+    handler = ctx.handlers.get(job.kind)
     if job.status == "queued":
         job.status = "running"
         job.started_at = job.started_at or utcnow()
@@ -134,7 +95,7 @@ def _run_with_heartbeat(
     beater = threading.Thread(target=beat, name=f"{token}-heartbeat", daemon=True)
     beater.start()
     try:
-        return handler.process(ctx, job, keys)
+        return handler.process(ctx, job.id, keys)
     except Exception:
         log.exception("job %s (%s): a batch of %d items raised", job.id, job.kind, len(keys))
         return None
@@ -177,8 +138,10 @@ class Worker:
                 self._finish_idle_jobs(session)
                 return False
             token = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
-            size = batch_size(self.ctx.settings, handler_for(job.kind), job.total)
+            size = batch_size(self.ctx.settings, self.ctx.handlers.get(job.kind), job.total)
             items = repo.claim(job.id, token, size, self.lease_s)
+            # The claim is committed before the batch runs: other workers see these items taken.
+            session.commit()
             if not items:
                 return True
             run_batch(self.ctx, session, job, items, token)

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from services.config import Settings
+from services.jobs.connection import conninfo, uses_queue
 from services.judge.gateway import JudgeFailure
 
 log = logging.getLogger("ragmeta.judge")
@@ -167,8 +168,6 @@ class JudgeSlots:
 def judge_slots(settings: Settings) -> JudgeSlots | None:
     """The shared bound for this deployment's gateways: on PostgreSQL unless ``judge.shared_bound`` is off;
     None on SQLite (one process: the gateway's own bound is the bound)."""
-    from services.jobs.queue import conninfo, uses_queue
-
     if not settings.judge.shared_bound or not uses_queue(settings.database_url):
         return None
     return JudgeSlots(conninfo(settings.database_url), settings.judge.max_concurrency)

@@ -21,8 +21,10 @@ from services.config import Settings
 from services.datasets.service import get_dataset
 from services.errors import InvalidItems, ItemError
 from services.jobs.processes import job_workers
+from services.jobs.registry import JobContext
+from services.jobs.repository import JobRepository
 from services.jobs.service import JobRead, create_job, job_read
-from services.jobs.worker import JobContext, even_batches
+from services.jobs.worker import even_batches
 from services.judge.gateway import Usage
 from services.metrics import registry
 from services.metrics.base import MetricAdapter, SampleScore
@@ -136,7 +138,7 @@ class ScoreRow:
     result: SampleScore
 
 
-def _store(session: Session, job: Job, rows: list[ScoreRow]) -> None:
+def _store(session: Session, job_id: int, rows: list[ScoreRow]) -> None:
     """Write a batch's scores as set operations: one query for the ids of the rows they replace, one bulk
     UPDATE and one bulk INSERT (committed by the caller)."""
     repo = ScoreRepository(session)
@@ -154,7 +156,7 @@ def _store(session: Session, job: Job, rows: list[ScoreRow]) -> None:
             "details": res.details,
             "tokens": res.tokens,
             "latency_ms": res.latency_ms,
-            "job_id": job.id,
+            "job_id": job_id,
         }
         stored = ids.get((row.output_id, row.metric, row.config_key))
         if stored is None:
@@ -275,15 +277,18 @@ class ScoringHandler:
             return cap
         return even_batches(items, job_workers(settings), cap)
 
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
+    def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
         by_metric: dict[str, list[int]] = defaultdict(list)
         for key in keys:
             name, _, output_id = key.rpartition("|")
             by_metric[name].append(int(output_id))
-        resolved = {name: registry.resolve(name, int(job.params.get("k", 5))) for name in by_metric}
         # Samples are read, then scored with no transaction open (judge calls take seconds).
         with ctx.read_factory() as session:
-            run = get_run(session, int(job.params["run_id"]))
+            params = JobRepository(session).params(job_id)
+            if params is None:
+                return dict.fromkeys(keys, "missing: the job was deleted")
+            resolved = {name: registry.resolve(name, int(params.get("k", 5))) for name in by_metric}
+            run = get_run(session, int(params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
             samples = {}
             for k in {r.k for r in resolved.values()}:
@@ -302,17 +307,20 @@ class ScoringHandler:
                 outcome[f"{name}|{oid}"] = "missing: the output was deleted"
             work.append(MetricWork(resolved[name], [k_samples[o] for o in found]))
             present.append(found)
-        refresh = bool(job.params.get("refresh_judge_cache"))
+        refresh = bool(params.get("refresh_judge_cache"))
         # Jobs planned before the word rule was a parameter used the joined rule.
-        word_rule: WordRule = "w_runs" if job.params.get("word_rule") == "w_runs" else "joined"
+        word_rule: WordRule = "w_runs" if params.get("word_rule") == "w_runs" else "joined"
         memo = _Memo(ctx.settings, work, language, use=ctx.settings.scoring.score_memo, word_rule=word_rule)
         if memo.active and not refresh:
             with ctx.read_factory() as session:
                 memo.lookup(session)
-        resources = ctx.resources.scoring if ctx.resources is not None else None
+        # The process's long-lived resources carry scoring's (services.resources); none: this batch's own.
+        resources: ScoringResources | None = getattr(ctx.resources, "scoring", None)
         own = resources is None
         if resources is None:  # a worker without long-lived resources (tools): this batch's own
             resources = ScoringResources(ctx.settings, ctx.session_factory)
+        if not isinstance(resources, ScoringResources):
+            raise TypeError(f"scoring runs on ScoringResources, not {type(resources).__name__}")
         try:
             todo = memo.remaining()
             computed = (
@@ -322,7 +330,7 @@ class ScoringHandler:
                         resources,
                         todo,
                         language=language,
-                        job=str(job.id),
+                        job=str(job_id),
                         refresh=refresh,
                         word_rule=word_rule,
                     )
@@ -334,10 +342,10 @@ class ScoringHandler:
             if own:
                 resources.close()
         result = memo.merge(computed)
-        memo_rows = memo.entries(computed, job.id)
+        memo_rows = memo.entries(computed, job_id)
         # The batch's scores are stored in one short write transaction.
         with ctx.session_factory() as session:
-            lock_run(session, int(job.params["run_id"]))
+            lock_run(session, int(params["run_id"]))
             # An output re-imported with a new answer while it was being scored: the score describes the
             # old answer and is not stored (its item fails with the reason; a new job scores it).
             current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
@@ -354,11 +362,11 @@ class ScoringHandler:
                         continue
                     rows.append(ScoreRow(name, ckey, config, row_k, oid, res))
                     outcome[f"{name}|{oid}"] = res.error
-            _store(session, job, rows)
-            _add_judge_usage(session, job.id, result.judge_usage)
+            _store(session, job_id, rows)
+            _add_judge_usage(session, job_id, result.judge_usage)
             if memo_rows:
                 store_memo(session, memo_rows)
             if memo.hits:
-                _add_memo_hits(session, job.id, len(memo.hits))
+                _add_memo_hits(session, job_id, len(memo.hits))
             session.commit()
         return outcome

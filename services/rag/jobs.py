@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.datasets.service import get_dataset
-from services.jobs.worker import JobContext
-from services.models import Job, Output, Question, RetrievedChunk
+from services.jobs.registry import JobContext
+from services.jobs.repository import JobRepository
+from services.models import Output, Question, RetrievedChunk
 from services.rag import index
 from services.rag.index import IndexCache
 from services.rag.llm import LLMClients, LLMError
@@ -24,25 +25,36 @@ from services.runs.service import get_run, lock_run
 def _resources(ctx: JobContext) -> Iterator[tuple[IndexCache, LLMClients]]:
     """The process's loaded indexes and generator clients; a worker without long-lived resources (tools,
     tests) gets this batch's own, closed when it ends."""
-    if ctx.resources is not None:
-        yield ctx.resources.indexes, ctx.resources.llm
+    indexes: IndexCache | None = getattr(ctx.resources, "indexes", None)
+    llm: LLMClients | None = getattr(ctx.resources, "llm", None)
+    if indexes is not None and llm is not None:
+        yield indexes, llm
         return
-    from services.resources import Resources
+    from services.metrics.resources import ScoringResources
 
-    own = Resources.open(ctx.settings, session_factory=ctx.session_factory)
+    scoring = ScoringResources(ctx.settings, ctx.session_factory)
+    own_indexes = IndexCache(ctx.settings.retrieval.max_loaded_indexes)
+    own_llm = LLMClients(scoring, ctx.settings.generator.max_concurrency)
     try:
-        yield own.indexes, own.llm
+        yield own_indexes, own_llm
     finally:
-        own.close()
+        own_llm.close()
+        own_indexes.clear()
+        scoring.close()
 
 
 class IndexHandler:
     batch_size = 1  # one part at a time, so progress moves chunks -> bm25 -> dense
 
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
+    def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
-        dataset_id = int(job.params["dataset_id"])
-        models = ctx.resources.indexes.models if ctx.resources is not None else None
+        with ctx.read_factory() as session:
+            params = JobRepository(session).params(job_id)
+        if params is None:
+            return dict.fromkeys(keys, "missing: the job was deleted")
+        dataset_id = int(params["dataset_id"])
+        indexes: IndexCache | None = getattr(ctx.resources, "indexes", None)
+        models = indexes.models if indexes is not None else None
         for part in keys:
             # Read the corpus and build (minutes) outside any write transaction; record the state briefly.
             with ctx.read_factory() as session:
@@ -59,10 +71,13 @@ class IndexHandler:
 class GenerateHandler:
     batch_size = 4
 
-    def process(self, ctx: JobContext, job: Job, keys: list[str]) -> dict[str, str | None]:
+    def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
         with ctx.read_factory() as session:
-            run = get_run(session, int(job.params["run_id"]))
+            params = JobRepository(session).params(job_id)
+            if params is None:
+                return dict.fromkeys(keys, "missing: the job was deleted")
+            run = get_run(session, int(params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
             questions = {key: session.get(Question, int(key)) for key in keys}
         system = run.system or {}

@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from services.config import Settings
-from services.jobs.queue import conninfo
+from services.jobs.connection import conninfo
 from services.judge.gateway import JudgeFailure
 from services.judge.slots import NAMESPACE, JudgeSlots, judge_slots
 

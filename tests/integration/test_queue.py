@@ -133,6 +133,7 @@ def test_a_batch_of_a_silent_worker_is_put_back_and_finished_once(client: TestCl
                 items = JobRepository(s).claim_range(
                     job["id"], int(args["first"]), int(args["last"]), token_of(fetched.id), 30
                 )
+                s.commit()  # as a worker does: the repository leaves the claim's commit to its caller
                 assert len(items) == 3
             await app.connector.execute_query_async(
                 "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "

@@ -1,0 +1,44 @@
+"""What a worker runs jobs with: every domain's job handlers, and the resources of a worker process.
+
+The jobs package knows no domain; this module, above them all, is where they meet. Every entry point
+registers the handlers before its first job (the application package on import, so the API, ``ragmeta
+worker`` and the demo all do; a spawned worker process in ``worker_runtime``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services import metrics, rag
+from services.jobs.registry import JobHandlers, process_handlers
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from services.config import Settings
+    from services.resources import Resources
+
+
+def register_job_handlers(registry: JobHandlers = process_handlers) -> JobHandlers:
+    """Register every domain's job handlers with ``registry`` (this process's by default); idempotent."""
+    metrics.register_job_handlers(registry)
+    rag.register_job_handlers(registry)
+    return registry
+
+
+def worker_runtime(
+    settings: Settings, session_factory: sessionmaker[Session], gateway_url: str | None
+) -> Resources:
+    """The start-up of a spawned worker process (``services.jobs.processes.WorkerRuntime``): the handlers
+    registered, the judge libraries imported when a judge is configured (before any batch: a batch
+    importing openai while a background thread did the same failed with ``KeyError: 'openai.types'``),
+    and the process's resources (scoring, indexes, generator clients), its judge calls going through
+    ``gateway_url``."""
+    from services.resources import Resources
+
+    register_job_handlers()
+    if settings.judge.configured:
+        from services.metrics.judges.preload import preload
+
+        preload()
+    return Resources.open(settings, session_factory=session_factory, gateway_url=gateway_url)
