@@ -14,8 +14,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from app import docs
-from app.auth import AuthState, access
-from app.deps import DbSlots
+from app.auth import access, look_up
+from app.auth_state import AuthState
+from app.db_slots import DbSlots
 from app.errors import ErrorEnvelope, install_error_handlers
 from app.middleware import UNSAFE, RequestGuard, upload_routes
 from app.resources import AppResources
@@ -110,7 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         report_cache=ReportCache(settings.report_cache_size),
         section_cache=ReportCache(settings.report_cache_size),
         report_pool=ReportPool(settings, read_factory, settings.report_processes),
-        auth=AuthState(settings),
+        auth=AuthState(settings, look_up),
     )
 
     @asynccontextmanager

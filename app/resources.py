@@ -28,8 +28,8 @@ from services.reports.pool import ReportPool
 from services.resources import Resources
 
 if TYPE_CHECKING:
-    from app.auth import AuthState
-    from app.deps import DbSlots
+    from app.auth_state import AuthState
+    from app.db_slots import DbSlots
     from services.jobs.processes import WorkerProcesses
     from services.jobs.queue import QueueWorker
     from services.jobs.worker import Worker

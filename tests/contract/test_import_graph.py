@@ -4,7 +4,7 @@ Every import counts, wherever it is written: at the top, inside a function, unde
 type-only import still ties the lower module to the higher one). The layers, top to bottom:
 
 - ``app``: HTTP, the command line, the demo;
-- ``composition``: where the domains meet (the worker's handlers and resources);
+- ``composition``: where the domains meet (the worker's handlers, the resources a process owns);
 - ``domain``: one package per concern (datasets, runs, ratings, metrics, reports, ...); they may import one
   another, without circles;
 - ``engines``: generic machinery the domains share and that knows none of them (jobs, the judge gateway,
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("app", {"app"}),
-    ("composition", {"services.workers"}),
+    ("composition", {"services.workers", "services.resources"}),
     (
         "domain",
         {

@@ -44,7 +44,6 @@ LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp
 
 # Mutable module state kept on purpose: process-wide by nature, bounded, or left to another change.
 STATE = {
-    "services.jobs.worker:_loaded": "stateless handler instances, one per job kind of HANDLERS (bounded, hold no data); registration replaces it (issue 27, item 3)",
     "services.metrics.judges.opik:_load_lock": "guards opik's one-time import and patching, which is process-wide by nature",
     "services.metrics.judges.opik:global _loaded": "opik's classes, imported and patched once per process (a library's module state, not ours)",
     "services.metrics.judges.ragas:_files_lock": "serialises ragas' writes of its own files in the process",
@@ -95,7 +94,6 @@ TABLES = frozenset(
         "app.routers.web:TITLES",
         "services.csvread:_NAMES",
         "services.datasets.schemas:NOT_BLANK",
-        "services.jobs.worker:HANDLERS",
         "services.kinds:KINDS",
         "services.kinds:ACCEPTED",
         "services.kinds:ACCEPTS",
