@@ -12,6 +12,7 @@ import signal
 import sys
 from typing import Any
 
+from app.cli_common import DEFAULT_URL, EXIT_CODES, check
 from app.settings import Settings, get_settings
 
 
@@ -63,7 +64,7 @@ def _refuse_open(host: str) -> None:
 
 def _local_key(args: argparse.Namespace) -> int:
     """`ragmeta keys create --local ...`: issue a key straight into the configured database."""
-    from app.client import print_issued
+    from app.cli_common import print_issued
     from services.accounts import service as accounts
     from services.accounts.schemas import KeyCreate
     from services.db import ensure_migrated, make_engine, make_session_factory, session_scope
@@ -177,22 +178,18 @@ def _sensitivity_text(res: dict[str, Any]) -> str:
 
 
 def _cmd_estimate(c: Any, args: argparse.Namespace) -> None:
-    from app.client import _check
-
     params: dict[str, Any] = {"k": args.k, "confidence": args.confidence}
     if args.target_width is not None:
         params["target_width"] = args.target_width
     if args.format == "csv":
         params["format"] = "csv"
-    resp = _check(c.get(f"/runs/{args.run}/estimate", params=params))
+    resp = check(c.get(f"/runs/{args.run}/estimate", params=params))
     _emit(args, resp, _estimate_text)
 
 
 def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
-    from app.client import _check
-
     if args.list:
-        resp = _check(c.get(f"/runs/{args.run}/judge-configurations"))
+        resp = check(c.get(f"/runs/{args.run}/judge-configurations"))
         for conf in resp["configurations"]:
             print(
                 f"{conf['id']}  {conf['model']}  {conf['endpoint']}  {conf['language']}  "
@@ -203,7 +200,7 @@ def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
     params = {k: v for k, v in (("a", args.a), ("b", args.b)) if v}
     if args.format == "csv":
         params["format"] = "csv"
-    resp = _check(c.get(f"/runs/{args.run}/judge-sensitivity", params=params))
+    resp = check(c.get(f"/runs/{args.run}/judge-sensitivity", params=params))
     _emit(args, resp, _sensitivity_text)
 
 
@@ -249,13 +246,13 @@ def _add_estimate_commands(sub: Any, url: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from app import client
+    from app import client, compare_client, team_client
 
     url = argparse.ArgumentParser(add_help=False)
     url.add_argument(
         "--url",
         default=argparse.SUPPRESS,
-        help=f"service URL for client commands (default: $RAGMETA_URL, else {client.DEFAULT_URL})",
+        help=f"service URL for client commands (default: $RAGMETA_URL, else {DEFAULT_URL})",
     )
     url.add_argument(
         "--key",
@@ -266,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragmeta",
         description="ragmeta: which automatic RAG metrics agree with your human raters. Server commands run "
         "the service; client commands talk to a running one.",
-        epilog=client.EXIT_CODES
+        epilog=EXIT_CODES
         + "\n\nenvironment:\n  RAGMETA_URL  the service URL of client commands (--url overrides it)\n"
         "  RAGMETA_API_KEY  the API key of client commands (--key overrides it)\n"
         "  RAGMETA_*    the service's settings (server commands), see README",
@@ -293,9 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--once", action="store_true", help="exit when no work is left")
     client.add_commands(sub, url)
     _add_estimate_commands(sub, url)
+    team_client.add_commands(sub, url)
     # Comparisons between runs (pairwise preference, system level).
-    from app import compare_client
-
     compare_client.add_commands(sub, url)
     return parser
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import io
 import json
-import os
 import signal
 import sys
 import time
@@ -23,80 +20,30 @@ from typing import Any
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-OK, SERVICE_ERROR, USAGE, UNREACHABLE, JOB_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
-EXIT_CODES = f"""exit codes:
-  {OK}    done
-  {SERVICE_ERROR}    the service refused the request (its error and every bad field are printed)
-  {USAGE}    bad command line: unknown option, missing or unreadable file, unsupported output format
-  {UNREACHABLE}    the service cannot be reached at the URL
-  {JOB_FAILED}    the job ended failed or cancelled
-  {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
+from app.cli_common import (
+    INTERRUPTED,
+    JOB_FAILED,
+    OK,
+    SERVICE_ERROR,
+    UNREACHABLE,
+    USAGE,
+    ClientError,
+    JobEnded,
+    UsageError,
+    api_key,
+    check,
+    output_format,
+    print_issued,
+    readable,
+    report_import,
+    say,
+    service_url,
+    upload,
+    writable,
+)
+
 FIGURE_FORMATS = ("svg", "png", "pdf")
 REPORT_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".txt": "text", ".html": "html"}
-
-
-class ClientError(Exception):
-    """The service answered with an error."""
-
-
-class UsageError(Exception):
-    """The command line cannot be carried out as given (exit code 2)."""
-
-
-class JobEnded(Exception):
-    """A followed job ended failed or cancelled (exit code 4)."""
-
-
-def service_url(args: argparse.Namespace) -> str:
-    return str(getattr(args, "url", None) or os.environ.get("RAGMETA_URL") or DEFAULT_URL).rstrip("/")
-
-
-def _check(resp: httpx.Response) -> Any:
-    if resp.status_code >= 400:
-        try:
-            body = resp.json()
-            items = "".join(
-                f"\n  - {i.get('field')}"
-                + (f" (row {i['index']})" if i.get("index") is not None else "")
-                + (f" (line {i['line']})" if i.get("line") is not None else "")
-                + f": {i.get('reason')}"
-                for i in body.get("items", [])[:20]
-            )
-            message = f"{resp.status_code} {body.get('error')}: {body.get('detail')}{items}"
-        except (ValueError, AttributeError):
-            message = f"{resp.status_code}: {resp.text[:500]}"
-        raise ClientError(message)
-    ctype = resp.headers.get("content-type", "")
-    return resp.json() if ctype.startswith("application/json") else resp
-
-
-def _readable(path: Path | None) -> Path | None:
-    if path is not None and not path.is_file():
-        raise UsageError(f"file not found: {path}")
-    return path
-
-
-def _writable(path: Path) -> Path:
-    if path.parent != Path("") and not path.parent.is_dir():
-        raise UsageError(f"directory not found for {path}")
-    return path
-
-
-def _upload(c: httpx.Client, path: str, file: Path, params: dict[str, Any] | None = None) -> Any:
-    with file.open("rb") as f:
-        return _check(c.post(path, params=params, files={"file": (file.name, f, "application/octet-stream")}))
-
-
-def _report_import(what: str, r: dict[str, Any]) -> None:
-    print(
-        f"{what}: {r['received']} received, {r['created']} created, {r['updated']} updated, "
-        f"{r['unchanged']} unchanged"
-    )
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -120,7 +67,7 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
         return job
     try:
         # Inside the try: Ctrl-C right after this line is printed must still get the message below.
-        _say(f"following job {job_id} ({label}); Ctrl-C stops following, the job goes on")
+        say(f"following job {job_id} ({label}); Ctrl-C stops following, the job goes on")
         p = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -135,7 +82,7 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
         try:
             task = p.add_task(label, total=job["total"])
             while True:
-                job = _check(c.get(f"/jobs/{job_id}"))
+                job = check(c.get(f"/jobs/{job_id}"))
                 p.update(task, completed=job["done"] + job["failed"])
                 if job["status"] in ("done", "failed", "cancelled"):
                     break
@@ -144,7 +91,7 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
             with _no_sigint():
                 p.stop()
     except KeyboardInterrupt:
-        _say(
+        say(
             f"\nstopped following job {job_id}; it goes on in the service.\n"
             f"  follow it again: ragmeta wait {job_id}\n  cancel it:       ragmeta cancel {job_id}"
         )
@@ -186,7 +133,7 @@ def _run_ids(args: argparse.Namespace) -> list[int]:
     if not ids:
         raise UsageError("give a run id, or --runs 3,4 to pool several runs")
     if args.run is not None and args.runs:
-        _say(f"pooling runs {', '.join(map(str, ids))}")
+        say(f"pooling runs {', '.join(map(str, ids))}")
     return ids
 
 
@@ -196,41 +143,31 @@ def _report_path(ids: list[int], suffix: str = "") -> tuple[str, dict[str, Any]]
     return f"/report{suffix}", {"runs": ",".join(map(str, ids))}
 
 
-def _output_format(path: Path, allowed: dict[str, str], what: str) -> str:
-    fmt = allowed.get(path.suffix.lower())
-    if fmt is None:
-        raise UsageError(
-            f"cannot write {what} as {path.suffix or 'a file without extension'!s}: "
-            f"use {', '.join(sorted(allowed))}"
-        )
-    return fmt
-
-
 # ------------------------------------------------------------------------------------------------ commands
 
 
 def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
-    _readable(args.documents)
-    _readable(args.questions)
-    existing = [d for d in _check(c.get("/datasets")) if d["name"] == args.name]
+    readable(args.documents)
+    readable(args.questions)
+    existing = [d for d in check(c.get("/datasets")) if d["name"] == args.name]
     ds = (
         existing[0]
         if existing
-        else _check(c.post("/datasets", json={"name": args.name, "language": args.language}))
+        else check(c.post("/datasets", json={"name": args.name, "language": args.language}))
     )
     print(f"dataset {ds['name']!r}: id {ds['id']}")
     if args.documents:
-        _report_import("documents", _upload(c, f"/datasets/{ds['id']}/documents", args.documents))
+        report_import("documents", upload(c, f"/datasets/{ds['id']}/documents", args.documents))
     if args.questions:
-        _report_import("questions", _upload(c, f"/datasets/{ds['id']}/questions", args.questions))
+        report_import("questions", upload(c, f"/datasets/{ds['id']}/questions", args.questions))
 
 
 def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
     paths = [
-        *(("file", _readable(f)) for f in args.file),
-        ("corpus", _readable(args.corpus)),
-        ("passages", _readable(args.passages)),
-        *(("ratings", _readable(f)) for f in args.ratings or []),
+        *(("file", readable(f)) for f in args.file),
+        ("corpus", readable(args.corpus)),
+        ("passages", readable(args.passages)),
+        *(("ratings", readable(f)) for f in args.ratings or []),
     ]
     data = {
         "dataset": args.dataset,
@@ -239,6 +176,7 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         "format": args.format,
         "columns": args.columns,
         "fuzzy_threshold": args.fuzzy_threshold,
+        "fuzzy_word_changes": args.fuzzy_word_changes,
         "ratings_columns": args.ratings_columns,
         "ratings_join": args.ratings_join,
     }
@@ -248,7 +186,7 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
             for field, path in paths
             if path is not None
         ]
-        r = _check(
+        r = check(
             c.post("/studies/import", files=files, data={k: str(v) for k, v in data.items() if v is not None})
         )
     ds, run, q = r["dataset"], r["run"], r["questions"]
@@ -267,6 +205,15 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
             )
             low = located["lowest_fuzzy_score"]
             print(f"{what}: {found}" + (f" (lowest fuzzy score {low:.1f})" if low is not None else ""))
+    for lp in r["located_passages"]:
+        score = f" {lp['match_score']:g}" if lp["match_score"] is not None else ""
+        changes = ", ".join(
+            f"{w['given'] or '(none)'!r} -> {w['corpus'] or '(none)'!r}" for w in lp["word_changes"]
+        )
+        print(
+            f"  question {lp['question_id']!r} passage {lp['passage']}: {lp['location']}{score} in "
+            f"{lp['document_id']!r}" + (f"; words differ: {changes}" if changes else "")
+        )
     if r["scores"]["metrics"]:
         print(f"scores: {r['scores']['created']} for {', '.join(r['scores']['metrics'])}")
     if r["ratings"] is not None:
@@ -278,7 +225,7 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
 
 def cmd_index(c: httpx.Client, args: argparse.Namespace) -> None:
     body = {"force": True} if args.force else None
-    _start(c, args, _check(c.post(f"/datasets/{args.dataset}/index", json=body)), "index")
+    _start(c, args, check(c.post(f"/datasets/{args.dataset}/index", json=body)), "index")
 
 
 def cmd_create_run(c: httpx.Client, args: argparse.Namespace) -> None:
@@ -291,47 +238,36 @@ def cmd_create_run(c: httpx.Client, args: argparse.Namespace) -> None:
         "prompt": args.prompt,
     }
     body = {"name": args.name, "system": {k: v for k, v in system.items() if v is not None}}
-    run = _check(c.post(f"/datasets/{args.dataset}/runs", json=body))
+    run = check(c.post(f"/datasets/{args.dataset}/runs", json=body))
     print(f"run {run['name']!r}: id {run['id']}")
 
 
 def cmd_generate(c: httpx.Client, args: argparse.Namespace) -> None:
     body = {"regenerate": True} if args.regenerate else None
-    _start(c, args, _check(c.post(f"/runs/{args.run}/generate", json=body)), "generate")
+    _start(c, args, check(c.post(f"/runs/{args.run}/generate", json=body)), "generate")
 
 
 def cmd_import_outputs(c: httpx.Client, args: argparse.Namespace) -> None:
-    _readable(args.file)
-    _report_import("outputs", _upload(c, f"/runs/{args.run}/outputs", args.file, {"format": args.format}))
-
-
-def register_raters(c: httpx.Client, file: Path) -> None:
-    """Register the raters a CSV file of ratings names (names already registered are left as they are)."""
-    raw = _readable(file).read_bytes()  # type: ignore[union-attr]
-    try:
-        rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
-    except UnicodeDecodeError:
-        raise UsageError(f"{file} is not UTF-8 text") from None
-    raters = sorted({row["rater"] for row in rows if row.get("rater")})
-    if raters:
-        _check(c.post("/raters", json=[{"name": r} for r in raters]))
+    readable(args.file)
+    report_import("outputs", upload(c, f"/runs/{args.run}/outputs", args.file, {"format": args.format}))
 
 
 def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
-    register_raters(c, args.file)
-    _report_import("ratings", _upload(c, f"/runs/{args.run}/ratings", args.file))
+    # The bytes go as they are: the service reads the sheet (encoding, separator) and registers its raters.
+    params = {"register_raters": "true"} if args.register_raters else None
+    report_import("ratings", upload(c, f"/runs/{args.run}/ratings", args.file, params))
 
 
 def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
     body: dict[str, Any] = {"k": args.k, "recompute": args.recompute, "word_rule": args.word_rule}
     if args.metrics:
         body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    _start(c, args, _check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
+    _start(c, args, check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
 
 
 def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
     params = {"status": args.status} if args.status else None
-    jobs = _check(c.get("/jobs", params=params))
+    jobs = check(c.get("/jobs", params=params))
     if not jobs:
         print("no jobs")
     else:
@@ -347,7 +283,7 @@ def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
-    job = _check(c.get(f"/jobs/{args.job}"))
+    job = check(c.get(f"/jobs/{args.job}"))
     if job["status"] in ("done", "failed", "cancelled"):
         print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
         if job["status"] != "done":
@@ -357,15 +293,15 @@ def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_cancel(c: httpx.Client, args: argparse.Namespace) -> None:
-    job = _check(c.post(f"/jobs/{args.job}/cancel"))
+    job = check(c.post(f"/jobs/{args.job}/cancel"))
     print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
 
 
 def cmd_scores(c: httpx.Client, args: argparse.Namespace) -> None:
     fmt = "csv"
     if args.output:
-        fmt = _output_format(_writable(args.output), {".csv": "csv", ".json": "json"}, "scores")
-    resp = _check(c.get(f"/runs/{args.run}/scores", params={"format": fmt}))
+        fmt = output_format(writable(args.output), {".csv": "csv", ".json": "json"}, "scores")
+    resp = check(c.get(f"/runs/{args.run}/scores", params={"format": fmt}))
     content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else resp.text
     if args.output:
         args.output.write_text(content, encoding="utf-8")
@@ -378,14 +314,14 @@ def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
     ids = _run_ids(args)
     fmt = args.format
     if args.output and fmt is None:
-        fmt = _output_format(_writable(args.output), REPORT_FORMATS, "a report")
+        fmt = output_format(writable(args.output), REPORT_FORMATS, "a report")
     fmt = fmt or "text"
     params: dict[str, Any] = {"ci": args.ci, "k": args.k}
     path, extra = _report_path(ids, ".html" if fmt == "html" else "")
     params.update(extra)
     if fmt in ("csv", "md"):
         params["format"] = fmt
-    resp = _check(c.get(path, params=params))
+    resp = check(c.get(path, params=params))
     if fmt == "json":
         content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "text":
@@ -393,7 +329,7 @@ def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
     else:
         content = resp.text
     if args.output:
-        _writable(args.output).write_text(content, encoding="utf-8")
+        writable(args.output).write_text(content, encoding="utf-8")
         print(f"wrote {args.output}")
     else:
         print(content, end="")
@@ -401,10 +337,10 @@ def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
 
 def cmd_figure(c: httpx.Client, args: argparse.Namespace) -> None:
     ids = _run_ids(args)
-    fmt = _output_format(_writable(args.output), {f".{f}": f for f in FIGURE_FORMATS}, "the figure")
+    fmt = output_format(writable(args.output), {f".{f}": f for f in FIGURE_FORMATS}, "the figure")
     path, params = _report_path(ids, f".{fmt}")
     params.update({"ci": args.ci, "k": args.k})
-    args.output.write_bytes(_check(c.get(path, params=params)).content)
+    args.output.write_bytes(check(c.get(path, params=params)).content)
     print(f"wrote {args.output}")
 
 
@@ -467,6 +403,12 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         help="minimum fuzzy match score of a located text, 0-100 (default 90)",
     )
     p.add_argument(
+        "--fuzzy-word-changes",
+        choices=["error", "warn"],
+        help="a gold passage found by a fuzzy match that changes a word: refuse the import naming it "
+        "(error), or import it with a note the reports repeat (warn, the default)",
+    )
+    p.add_argument(
         "--ratings",
         type=Path,
         action="append",
@@ -518,7 +460,16 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     )
     p = add("rate", cmd_rate, "import human ratings (CSV: question_id, rater, score[, rubric, comment])")
     p.add_argument("run", type=int, help="run id")
-    p.add_argument("file", type=Path, help="CSV file of ratings; raters are created as needed")
+    p.add_argument(
+        "file", type=Path, help="CSV file of ratings (as the spreadsheet saved it: the service reads it)"
+    )
+    p.add_argument(
+        "--no-register-raters",
+        dest="register_raters",
+        action="store_false",
+        help="refuse raters not registered yet (default: the service registers the raters the file names; "
+        "a rater's own key posts their own ratings only)",
+    )
     p = add("score", cmd_score, "score a run's outputs with every available metric (or --metrics) as a job")
     p.add_argument("run", type=int, help="run id")
     p.add_argument("--metrics", help="comma-separated metric names (default: every metric available here)")
@@ -573,9 +524,9 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
 def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
     if args.keys_command == "create":
         new = {"name": args.name, "role": args.role, "label": args.label}
-        print_issued(_check(c.post("/keys", json=new)))
+        print_issued(check(c.post("/keys", json=new)))
     elif args.keys_command == "list":
-        keys = _check(c.get("/keys"))
+        keys = check(c.get("/keys"))
         width = max([len("prefix")] + [len(k["prefix"]) for k in keys])
         print(f"{'id':>4}  {'prefix':<{width}}  {'user':<20} {'role':<7} {'state':<6}  label")
         for k in keys:
@@ -585,13 +536,8 @@ def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
                 f"{k['label'] or ''}"
             )
     else:
-        k = _check(c.delete(f"/keys/{args.id}"))
+        k = check(c.delete(f"/keys/{args.id}"))
         print(f"key {k['id']} of {k['user']} revoked")
-
-
-def print_issued(key: dict[str, Any]) -> None:
-    print(f"key {key['id']} for {key['user']} ({key['role']}), shown once, keep it safe:")
-    print(key["key"])
 
 
 def add_keys_command(p: argparse.ArgumentParser) -> None:
@@ -607,10 +553,6 @@ def add_keys_command(p: argparse.ArgumentParser) -> None:
     )
     ks.add_parser("list", help="every key's prefix, account and state (never the keys)")
     ks.add_parser("revoke", help="revoke a key by id").add_argument("id", type=int, help="key id")
-
-
-def api_key(args: argparse.Namespace) -> str | None:
-    return getattr(args, "key", None) or os.environ.get("RAGMETA_API_KEY") or None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -650,9 +592,3 @@ def _dispatch(c: httpx.Client, args: argparse.Namespace) -> int:
     """Run a parsed command on a given HTTP client (tests pass an in-process one)."""
     args.client(c, args)
     return OK
-
-
-def main(argv: list[str] | None = None) -> int:
-    from app.cli import main as cli_main
-
-    return cli_main(argv)

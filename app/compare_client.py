@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from app.client import UsageError, _check, _output_format, _report_import, _upload, _writable, register_raters
+from app.cli_common import UsageError, check, output_format, report_import, upload, writable, write_output
 
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "text", ".svg": "svg"}
 
@@ -75,17 +75,13 @@ def systems_text(r: dict[str, Any]) -> str:
 
 
 def _write(args: argparse.Namespace, content: str) -> None:
-    if args.output:
-        _writable(args.output).write_text(content, encoding="utf-8")
-        print(f"wrote {args.output}")
-    else:
-        print(content, end="")
+    write_output(args.output, content)
 
 
 def _fmt(args: argparse.Namespace) -> str:
     fmt: str | None = args.format
     if args.output and fmt is None:
-        fmt = _output_format(_writable(args.output), FORMATS, "a comparison")
+        fmt = output_format(writable(args.output), FORMATS, "a comparison")
     return fmt or "text"
 
 
@@ -95,7 +91,7 @@ def _fetch(
     """GET the analysis as CSV (written as is), JSON (pretty) or a terminal table (``text`` of the JSON)."""
     if fmt == "csv":
         params = params | {"format": "csv"}
-    resp = _check(c.get(path, params=params))
+    resp = check(c.get(path, params=params))
     if fmt == "csv":
         _write(args, resp.text)
     elif fmt == "json":
@@ -108,7 +104,7 @@ def cmd_pairwise(c: httpx.Client, args: argparse.Namespace) -> None:
     fmt = _fmt(args)
     params: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b, "source": args.source, "k": args.k}
     if fmt == "svg":
-        _write(args, _check(c.get("/reports/pairwise.svg", params=params)).text)
+        _write(args, check(c.get("/reports/pairwise.svg", params=params)).text)
     else:
         _fetch(c, args, "/reports/pairwise", params, fmt, pairwise_text)
 
@@ -121,9 +117,11 @@ def cmd_systems(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_prefer(c: httpx.Client, args: argparse.Namespace) -> None:
-    register_raters(c, args.file)
-    params = {"run_a": args.run_a, "run_b": args.run_b}
-    _report_import("preferences", _upload(c, "/preferences", args.file, params))
+    # The bytes go as they are: the service reads the sheet (encoding, separator) and registers its raters.
+    params: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b}
+    if args.register_raters:
+        params["register_raters"] = "true"
+    report_import("preferences", upload(c, "/preferences", args.file, params))
 
 
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
@@ -136,7 +134,13 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.set_defaults(client=cmd_prefer)
     p.add_argument("run_a", type=int, help="run A id")
     p.add_argument("run_b", type=int, help="run B id (the high end of the preference scale)")
-    p.add_argument("file", type=Path, help="CSV file of preferences; raters are created as needed")
+    p.add_argument("file", type=Path, help="CSV file of preferences (as the spreadsheet saved it)")
+    p.add_argument(
+        "--no-register-raters",
+        dest="register_raters",
+        action="store_false",
+        help="refuse raters not registered yet (default: the service registers the raters the file names)",
+    )
     help_text = "can each metric tell which of two runs' answers the raters prefer? (pairwise preference)"
     p = sub.add_parser("pairwise", help=help_text, description=help_text, parents=[url])
     p.set_defaults(client=cmd_pairwise)

@@ -19,6 +19,7 @@ number of texts are looked up together); a document named with the text (a hint)
 from __future__ import annotations
 
 import bisect
+import difflib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -398,3 +399,18 @@ class Corpus:
         while end > start and original[end - 1].isspace():
             end -= 1
         return Match(d, start, end, "fuzzy", score)
+
+
+def word_changes(given: str, found: str) -> list[tuple[str, str]]:
+    """The words of ``given`` that differ from ``found`` (the span a fuzzy match located), as (given, found)
+    pairs of word runs; either side is empty for a word added or left out. Words compare as the fuzzy stage
+    compares them (NFKC, case-folded, punctuation ignored), so a passage that differs only in case, accents
+    written as combining marks or punctuation changes no word."""
+    a = [(m.group(), unicodedata.normalize("NFKC", m.group()).casefold()) for m in _WORD.finditer(given)]
+    b = [(m.group(), unicodedata.normalize("NFKC", m.group()).casefold()) for m in _WORD.finditer(found)]
+    matcher = difflib.SequenceMatcher(None, [k for _, k in a], [k for _, k in b], autojunk=False)
+    return [
+        (" ".join(w for w, _ in a[i1:i2]), " ".join(w for w, _ in b[j1:j2]))
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal"
+    ]

@@ -12,6 +12,7 @@ from app.errors import responses
 from app.uploads import batch_body, read_upload
 from services.datasets import service
 from services.datasets.schemas import DatasetCreate, DatasetRead, ImportReport
+from services.scores.service import table_csv
 
 router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=CommittingRoute)
 
@@ -83,15 +84,24 @@ async def import_questions(dataset_id: DatasetId, request: Request, settings: Se
 
 @router.get(
     "/{dataset_id}/questions",
-    responses={**responses(404), 200: {"content": {"application/x-ndjson": {}}}},
+    responses={**responses(404), 200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
 )
 def export_questions(
     dataset_id: DatasetId,
     session: SessionDep,
-    format: Literal["json", "jsonl"] = "json",
+    format: Literal["json", "jsonl", "csv"] = "json",
     include_text: bool = Query(False, description="add each passage's text (checked again on re-import)"),
 ) -> Response:
-    """Questions in their import form: re-importing this gives the identical dataset."""
+    """Questions in their import form (JSON, JSONL): re-importing this gives the identical dataset; each
+    passage says how it was obtained (`location`: given offsets, or located from text exact, normalized or
+    fuzzy, with its `match_score`), which a re-import keeps. CSV: one row per question for a spreadsheet
+    (question_id, question, reference_answer, answerable, types, passages), not an import form."""
     questions = service.list_questions(session, dataset_id, include_text)
+    if format == "csv":
+        return PlainTextResponse(
+            table_csv(service.QUESTION_SHEET, service.question_sheet(questions)),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="dataset-{dataset_id}-questions.csv"'},
+        )
     items = service.export_question_items(questions, include_text)
     return _export(items, format, f"dataset-{dataset_id}-questions")

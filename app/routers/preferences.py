@@ -30,7 +30,13 @@ RunB = Annotated[
     openapi_extra=batch_body({"$ref": "#/components/schemas/PreferenceIn"}, csv=True),
 )
 async def import_preferences(
-    request: Request, settings: SettingsDep, run_a: RunA, run_b: RunB
+    request: Request,
+    settings: SettingsDep,
+    run_a: RunA,
+    run_b: RunB,
+    register_raters: Annotated[
+        bool, Query(description="register the raters the file names that are not registered yet")
+    ] = False,
 ) -> ImportReport:
     """Preference ratings `{question_id, rater, preference, rubric?, comment?}` between run A's and run B's
     answers, as JSON, JSONL or CSV: on the rubric's scale, its high end for run B (default rubric
@@ -41,7 +47,10 @@ async def import_preferences(
     rater's row on a question replaces their previous preference."""
     upload = await read_upload(request, settings.max_upload_bytes, ("json", "jsonl", "csv"))
     return await run_in_session(
-        request, lambda s: preferences.import_preferences(s, run_a, run_b, upload.rows())
+        request,
+        lambda s: preferences.import_preferences(
+            s, run_a, run_b, upload.rows(), register_raters=register_raters
+        ),
     )
 
 

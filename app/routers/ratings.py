@@ -82,6 +82,10 @@ async def import_ratings(
         str | None,
         Query(description='a JSON object field -> the file\'s column, e.g. {"question_id": "ID"}'),
     ] = None,
+    register_raters: Annotated[
+        bool,
+        Query(description="register the raters the file names that are not registered yet (not for raters)"),
+    ] = False,
 ) -> ImportReport:
     """Ratings `{question_id | question, rater, score, rubric?, comment?, run?}` as JSON, JSONL or CSV.
 
@@ -97,7 +101,14 @@ async def import_ratings(
     return await run_in_session(
         request,
         lambda s: service.import_ratings(
-            s, run_id, upload.rows(), author=author, author_id=identity.user_id, join=join, columns=mapping
+            s,
+            run_id,
+            upload.rows(),
+            author=author,
+            author_id=identity.user_id,
+            join=join,
+            columns=mapping,
+            register_raters=register_raters,
         ),
     )
 

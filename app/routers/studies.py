@@ -100,6 +100,14 @@ async def import_study(
     ] = None,
     list_separator: Annotated[str | None, Form(description="plain files: list cells joined with it")] = None,
     fuzzy_threshold: Annotated[float, Form(description="minimum fuzzy match score, 0-100")] = 90.0,
+    fuzzy_word_changes: Annotated[
+        str,
+        Form(
+            description="a gold passage found by a fuzzy match that changes a word: error refuses the "
+            "import naming the question and the words; warn (default) imports it with a note the runs' "
+            "reports repeat"
+        ),
+    ] = "warn",
     higher_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
     lower_is_better: Annotated[str | None, Form(description="comma-separated metric columns")] = None,
     scores: Annotated[str, Form(description="auto: import the file's metric columns; skip: do not")] = "auto",
@@ -121,7 +129,9 @@ async def import_study(
     Passages and chunks given as text are located in the corpus: exact, then Unicode- and
     whitespace-normalised, then fuzzy (rapidfuzz, at least `fuzzy_threshold`); each records how it was found
     and its score. A gold passage that cannot be found rejects the import (its question and best score are
-    named); a retrieved chunk that cannot be found is kept as unlocated. Without a corpus, the dataset's
+    named); so does, with `fuzzy_word_changes=error`, one found by a fuzzy match that changes a word (the
+    answer's `located_passages` lists every passage not found verbatim, with the words that differ); a
+    retrieved chunk that cannot be found is kept as unlocated. Without a corpus, the dataset's
     documents are used, or documents are derived from the contexts (said in `notes`).
     """
     limit = settings.max_upload_bytes
@@ -139,6 +149,7 @@ async def import_study(
             columns=mapping,
             list_separator=list_separator,
             fuzzy_threshold=fuzzy_threshold,
+            fuzzy_word_changes=fuzzy_word_changes,
             higher_is_better=_names(higher_is_better),
             lower_is_better=_names(lower_is_better),
             scores=scores,

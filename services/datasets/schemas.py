@@ -77,6 +77,20 @@ class PassageIn(BaseModel):
     start: Int = Field(ge=0, le=MAX_INT, description="character offset (code points) of the first character")
     end: Int = Field(ge=0, le=MAX_INT, description="character offset one past the last character")
     text: str | None = Field(default=None, description="optional: checked against the document span")
+    location: Literal["given", "exact", "normalized", "fuzzy"] | None = Field(
+        default=None,
+        description="how the span was obtained, as the questions export says (kept with the passage; "
+        "default given)",
+    )
+    match_score: float | None = Field(
+        default=None, ge=0, le=100, description="the match score of a span located from text, 0-100"
+    )
+
+    @model_validator(mode="after")
+    def _score_of_located(self) -> PassageIn:
+        if self.match_score is not None and self.location in (None, "given"):
+            raise ValueError("match_score belongs to a located passage (location exact, normalized or fuzzy)")
+        return self
 
 
 class QuestionCreate(BaseModel):

@@ -153,6 +153,14 @@ def _question_state(q: Question) -> dict[str, Any]:
     }
 
 
+def _located_state(q: Question) -> dict[tuple[int, str, int, int], tuple[str, float | None]]:
+    """How each stored passage was located, by position and span: a re-import that does not say keeps it."""
+    return {
+        (i, p.document.external_id, p.start, p.end): (p.location, p.match_score)
+        for i, p in enumerate(q.passages)
+    }
+
+
 def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> ImportReport:
     """Upsert questions by external id; passages refer to documents by external id.
 
@@ -218,7 +226,18 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
             "passages": [(p.document_id, p.start, p.end) for p in q.passages],
         }
         obj = existing.get(q.external_id)
-        if obj is not None and _question_state(obj) == new_state:
+        old_located = _located_state(obj) if obj is not None else {}
+        located = [
+            (p.location, p.match_score)
+            if p.location is not None
+            else old_located.get((i, p.document_id, p.start, p.end), ("given", None))
+            for i, p in enumerate(q.passages)
+        ]
+        if (
+            obj is not None
+            and _question_state(obj) == new_state
+            and located == [(p.location, p.match_score) for p in obj.passages]
+        ):
             unchanged += 1
             continue
         if obj is None:
@@ -233,8 +252,15 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
         obj.types = list(q.types)
         obj.meta = q.metadata
         obj.passages = [
-            Passage(position=i, document=docs[p.document_id], start=p.start, end=p.end)
-            for i, p in enumerate(q.passages)
+            Passage(
+                position=i,
+                document=docs[p.document_id],
+                start=p.start,
+                end=p.end,
+                location=how,
+                match_score=score,
+            )
+            for i, (p, (how, score)) in enumerate(zip(q.passages, located, strict=True))
         ]
     repo.flush()
     return ImportReport(
@@ -290,17 +316,36 @@ def export_question_items(
     out = []
     for q in questions:
         item = q.model_dump(exclude={"id"})
-        # How a passage was located is not part of its import form (offsets are).
+        # How a passage was located travels with it: a re-import keeps it (PassageIn accepts it back).
         item["passages"] = [
-            {
-                k: v
-                for k, v in p.items()
-                if (k != "text" or include_text) and k not in ("location", "match_score")
-            }
-            for p in item["passages"]
+            {k: v for k, v in p.items() if k != "text" or include_text} for p in item["passages"]
         ]
         out.append(item)
     return out
+
+
+QUESTION_SHEET = ["question_id", "question", "reference_answer", "answerable", "types", "passages"]
+
+
+def question_sheet(questions: Sequence[QuestionRead]) -> list[dict[str, Any]]:
+    """One row per question for a spreadsheet (the ids a ratings sheet names): the passages as
+    ``document:start-end (how[ score])``, joined by ``; ``. Not an import form: that is JSON or JSONL."""
+
+    def passage(p: PassageOut) -> str:
+        score = f" {p.match_score:g}" if p.match_score is not None and p.location != "exact" else ""
+        return f"{p.document_id}:{p.start}-{p.end} ({p.location}{score})"
+
+    return [
+        {
+            "question_id": q.external_id,
+            "question": q.question,
+            "reference_answer": q.reference_answer or "",
+            "answerable": "true" if q.answerable else "false",
+            "types": "|".join(q.types),
+            "passages": "; ".join(passage(p) for p in q.passages),
+        }
+        for q in questions
+    ]
 
 
 def export_document_items(documents: Sequence[DocumentRead]) -> list[dict[str, Any]]:

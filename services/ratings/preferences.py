@@ -26,7 +26,13 @@ from services.ratings.schemas import (
     PreferenceIn,
     PreferenceRead,
 )
-from services.ratings.service import implied_rubric, rubric_errors, unknown_rater
+from services.ratings.service import (
+    implied_rubric,
+    register_named_raters,
+    registered_note,
+    rubric_errors,
+    unknown_rater,
+)
 from services.runs.repository import RunRepository
 from services.validation import duplicate_errors, invalid_rows, validate_rows
 
@@ -73,8 +79,11 @@ def ensure_import_rubric(session: Session) -> Rubric:
     return rubric
 
 
-def import_preferences(session: Session, run_a: int, run_b: int, rows: list[Row]) -> ImportReport:
-    """Upsert preferences of raters between the answers of runs ``run_a`` and ``run_b``.
+def import_preferences(
+    session: Session, run_a: int, run_b: int, rows: list[Row], register_raters: bool = False
+) -> ImportReport:
+    """Upsert preferences of raters between the answers of runs ``run_a`` and ``run_b``; with
+    ``register_raters``, the raters the rows name are registered when missing (said in the notes).
 
     A row without a rubric is on the pair's rubric (for a pair not rated yet: the one rubric the batch
     names, else the -2..2 import rubric). Fails (InvalidItems, naming the field) on unknown raters,
@@ -86,10 +95,10 @@ def import_preferences(session: Session, run_a: int, run_b: int, rows: list[Row]
     mirrored = run_a > run_b
     fallback = ensure_import_rubric(session)
     ratings, prefs = RatingRepository(session), PreferenceRepository(session)
+    good, errors = validate_rows(rows, PreferenceIn)
+    registered = register_named_raters(session, {i.rater for _, i in good}) if register_raters else []
     raters, rubrics = ratings.raters(), ratings.rubrics()
     pair_rubrics = prefs.rubric_names(lo, hi)
-
-    good, errors = validate_rows(rows, PreferenceIn)
     implied = implied_rubric(pair_rubrics, [item.rubric for _, item in good], rubrics, fallback.name)
     wanted = {item.question_id for _, item in good}
     runs = RunRepository(session)
@@ -186,7 +195,7 @@ def import_preferences(session: Session, run_a: int, run_b: int, rows: list[Row]
         created=len(new),
         updated=len(changed),
         unchanged=unchanged,
-        notes=notes,
+        notes=notes + registered_note(registered),
     )
 
 

@@ -101,6 +101,21 @@ def create_raters(session: Session, rows: list[Row]) -> ImportReport:
     )
 
 
+def register_named_raters(session: Session, names: set[str]) -> list[str]:
+    """Register the raters among ``names`` not registered yet (an import that asked for it); returns them."""
+    repo = RatingRepository(session)
+    missing = sorted(names - set(repo.raters()))
+    for name in missing:
+        repo.add(Rater(name=name))
+    if missing:
+        repo.flush()
+    return missing
+
+
+def registered_note(names: list[str]) -> list[str]:
+    return [f"raters registered: {', '.join(names)}"] if names else []
+
+
 def implied_rubric(
     stored: set[str], named: list[str | None], rubrics: dict[str, Rubric], fallback: str
 ) -> str:
@@ -161,8 +176,10 @@ def import_ratings(
     author_id: int | None = None,
     join: Join = "auto",
     columns: Mapping[str, str] | None = None,
+    register_raters: bool = False,
 ) -> ImportReport:
-    """Upsert ratings of a run's outputs.
+    """Upsert ratings of a run's outputs; with ``register_raters`` (not for an ``author``), the raters the
+    rows name are registered when missing (said in the notes).
 
     Rows are joined to the run's questions by id, else by text, else (``join="order"``) by position (see
     services.ratings.join); ``columns`` maps fields to the file's own column names.
@@ -185,10 +202,12 @@ def import_ratings(
             raise Forbidden(f"{len(others)} row(s) name another rater than {author!r}", others)
     default = ensure_default_rubric(session)
     repo = RatingRepository(session)
+    good, errors = validate_rows(rows, RatingIn)
+    registered = (
+        register_named_raters(session, {i.rater for _, i in good}) if register_raters and not author else []
+    )
     raters, rubrics = repo.raters(), repo.rubrics()
     run_rubrics = repo.rubric_names_of_run(run_id)
-
-    good, errors = validate_rows(rows, RatingIn)
     implied = implied_rubric(run_rubrics, [item.rubric for _, item in good], rubrics, default.name)
     # Only what this batch names is read: the cost of a small batch does not grow with the run.
     targets = RunRepository(session).output_ids_by_question(
@@ -262,7 +281,7 @@ def import_ratings(
         created=created,
         updated=updated,
         unchanged=unchanged,
-        notes=notes_of(rows),
+        notes=notes_of(rows) + registered_note(registered),
     )
 
 

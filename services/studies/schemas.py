@@ -48,6 +48,12 @@ class StudyOptions(BaseModel):
         default=None, min_length=1, max_length=3, description="for list cells written as 'a|b' (plain files)"
     )
     fuzzy_threshold: float = Field(default=DEFAULT_THRESHOLD, ge=50, le=100)
+    fuzzy_word_changes: Literal["error", "warn"] = Field(
+        default="warn",
+        description="a gold passage found by a fuzzy match whose words differ from the corpus (a word "
+        "changed, added or left out): refuse the import naming the question and the words (error), or "
+        "import it with a note that the runs' reports repeat (warn)",
+    )
     higher_is_better: list[str] = Field(default_factory=list, description="metric columns, higher is better")
     lower_is_better: list[str] = Field(default_factory=list, description="metric columns, lower is better")
     scores: Literal["auto", "skip"] = Field(
@@ -131,6 +137,27 @@ class Located(BaseModel):
     lowest_fuzzy_score: float | None = None
 
 
+class WordChange(BaseModel):
+    given: str = Field(description="the words as the file gives them (empty: a word the corpus adds)")
+    corpus: str = Field(description="the words in the corpus span (empty: a word the corpus lacks)")
+
+
+class LocatedPassage(BaseModel):
+    """A gold passage given as text that was not found verbatim in the corpus."""
+
+    question_id: str
+    passage: int = Field(description="the passage's position among the question's passages (from 0)")
+    document_id: str = Field(description="external id of the document it was located in")
+    start: int
+    end: int
+    location: Literal["normalized", "fuzzy"]
+    match_score: float | None
+    word_changes: list[WordChange] = Field(
+        description="for a fuzzy match: the words that differ between the given text and the corpus span, "
+        "compared case-folded without punctuation (empty: only case, spacing or punctuation differ)"
+    )
+
+
 class ScoresInfo(BaseModel):
     metrics: list[str] = Field(default_factory=list)
     created: int = 0
@@ -169,9 +196,13 @@ class StudyImportRead(BaseModel):
     corpus: CorpusInfo
     questions: QuestionCounts
     passages: Located
+    located_passages: list[LocatedPassage] = Field(
+        description="every gold passage located other than verbatim (normalised or fuzzy), by question"
+    )
     outputs: int
     chunks: Located
     scores: ScoresInfo
     ratings: RatingsInfo | None
     fuzzy_threshold: float
+    fuzzy_word_changes: Literal["error", "warn"]
     notes: list[str]

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.corpus import Corpus, Match
+from services.corpus import Corpus, Match, word_changes
 from services.csvread import to_float
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
 from services.ingest import Batch, Row
@@ -64,6 +64,7 @@ from services.studies.schemas import (
     DatasetRef,
     FileInfo,
     Located,
+    LocatedPassage,
     QuestionCounts,
     RatingsInfo,
     RunImportRead,
@@ -71,6 +72,7 @@ from services.studies.schemas import (
     ScoresInfo,
     StudyImportRead,
     StudyOptions,
+    WordChange,
 )
 from services.validation import invalid_rows, validate_rows
 
@@ -231,6 +233,8 @@ class Plan:
     questions: list[QuestionPlan]
     ratings: RatingsPlan | None
     document_counts: Counts
+    located: list[LocatedPassage] = field(default_factory=list)
+    passage_notes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -368,6 +372,31 @@ def _given(ctx: Context, locator_docs: dict[str, int], docs: list[DocPlan]) -> S
     if ctx.text is not None and ctx.text != span:
         return f"the text does not match the document span {ctx.start}:{ctx.end} ({span[:40]!r}...)"
     return SpanPlan(i, ctx.start, ctx.end, "given", None, span)
+
+
+def _located(ext: str, position: int, given: str, span: SpanPlan, docs: list[DocPlan]) -> LocatedPassage:
+    assert span.doc is not None and span.start is not None and span.end is not None
+    doc = docs[span.doc]
+    changes = word_changes(given, doc.text[span.start : span.end]) if span.how == "fuzzy" else []
+    return LocatedPassage(
+        question_id=ext,
+        passage=position,
+        document_id=doc.external_id,
+        start=span.start,
+        end=span.end,
+        location="fuzzy" if span.how == "fuzzy" else "normalized",
+        match_score=span.score,
+        word_changes=[WordChange(given=g, corpus=c) for g, c in changes],
+    )
+
+
+def _word_change_text(lp: LocatedPassage, question: str | None = None) -> str:
+    words = ", ".join(f"{c.given or '(none)'!r} -> {c.corpus or '(none)'!r}" for c in lp.word_changes)
+    about = f" ({question[:60]!r})" if question is not None else ""
+    return (
+        f"question {lp.question_id!r}{about} passage {lp.passage}: located by a fuzzy match "
+        f"({lp.match_score:g}) in document {lp.document_id!r} that changes words: {words}"
+    )
 
 
 def _count(spans: Sequence[SpanPlan]) -> Located:
@@ -534,6 +563,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     for sp in snap.passages:
         stored_passages.setdefault(sp.question_id, []).append((sp.document_id, sp.start, sp.end))
     questions: list[QuestionPlan] = []
+    located: list[LocatedPassage] = []
     q_index: dict[str, int] = {}
     q_counts = QuestionCounts(received=len(reps))
     for r in reps.values():
@@ -571,6 +601,12 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
                 bad = True
             else:
                 spans.append(placed)
+                if placed.how in ("normalized", "fuzzy") and ctx.text is not None:
+                    lp = _located(ext, len(spans) - 1, ctx.text, placed, docs)
+                    located.append(lp)
+                    if lp.word_changes and options.fuzzy_word_changes == "error":
+                        errors.append(ItemError(r.index, fname, _word_change_text(lp, r.question), r.line))
+                        bad = True
         stored = stored_by_ext.get(ext)
         answerable = r.answerable if r.answerable is not None else (stored.answerable if stored else True)
         reference = (
@@ -652,6 +688,14 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             "or {question_id, document_id, start, end}) in a new import, or as offsets with "
             "POST /datasets/{id}/questions."
         )
+    changed = [lp for lp in located if lp.word_changes]
+    passage_notes = []
+    if changed:
+        passage_notes.append(
+            f"{len(changed)} gold passage(s) were located by a fuzzy match that changes words (check that "
+            "the corpus span says what the passage says; fuzzy_word_changes=error refuses them): "
+            + "; ".join(_word_change_text(lp) for lp in changed)
+        )
     unlocated = sum(c.how == "unlocated" for run in runs for o in run.outputs for c in o.chunks)
     if unlocated:
         notes.append(
@@ -669,6 +713,8 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
         documents=docs,
         questions=questions,
         ratings=ratings,
+        located=located,
+        passage_notes=passage_notes,
         document_counts=Counts(
             received=len(corpus_file.documents) if corpus_file else d_created,
             created=d_created,
@@ -990,7 +1036,8 @@ def write(session: Session, p: Plan) -> StudyImportRead:
     # The runs, their outputs, chunks and scores.
     run_reads: list[RunImportRead] = []
     output_ids: list[list[int]] = []
-    notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))]
+    # The notes about the dataset's passages are the report's to repeat; the others are about this upload.
+    notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))] + p.passage_notes
     for run in p.runs:
         _check_run_name(repo, dataset_id, run.name)
         k = max((len(o.chunks) for o in run.outputs), default=0)
@@ -1087,12 +1134,14 @@ def write(session: Session, p: Plan) -> StudyImportRead:
             with_gold_passages=sum(bool(q.passages) for q in p.questions),
         ),
         passages=_count(passages),
+        located_passages=p.located,
         outputs=first.outputs if first else 0,
         chunks=first.chunks if first else _count([]),
         scores=first.scores if first else ScoresInfo(),
         ratings=ratings_read,
         fuzzy_threshold=p.options.fuzzy_threshold,
-        notes=p.notes + (p.ratings.notes if p.ratings else []),
+        fuzzy_word_changes=p.options.fuzzy_word_changes,
+        notes=p.notes + p.passage_notes + (p.ratings.notes if p.ratings else []),
     )
 
 

@@ -1,0 +1,332 @@
+"""Client commands of a team's workflow: raters, rating tasks (an editor's create, list, dashboard, export; a
+rater's queue and rating), the questions export (the ids a ratings sheet names) and undo (the DELETE routes).
+
+Raters rate with their own key (`RAGMETA_API_KEY`, or --key): `ragmeta task queue TASK` lists their items,
+`ragmeta task rate TASK POSITION SCORE` rates one as served (its answer's version is sent back, so a score
+given on an answer that changed meanwhile is kept apart, as on the rating page)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.cli_common import UsageError, as_json, check, output_format, writable, write_output
+
+QUESTION_FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}
+EXPORT_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def _names(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--raters must name at least one rater: --raters alice,bob")
+    return names
+
+
+def _est(e: dict[str, Any] | None) -> str:
+    if e is None or e.get("estimate") is None:
+        return "-"
+    low, high = e.get("ci_low"), e.get("ci_high")
+    ci = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+    return f"{e['estimate']:.2f}{ci}"
+
+
+# ------------------------------------------------------------------------------------------------- raters
+
+
+def cmd_raters(c: httpx.Client, args: argparse.Namespace) -> None:
+    if args.raters_command == "add":
+        r = check(c.post("/raters", json=[{"name": n} for n in args.names]))
+        print(f"raters: {r['created']} registered, {r['unchanged']} already registered")
+        return
+    raters = check(c.get("/raters"))
+    print(f"{'id':>5}  name")
+    for r in raters:
+        print(f"{r['id']:>5}  {r['name']}")
+
+
+# -------------------------------------------------------------------------------------------------- tasks
+
+
+def _task_line(t: dict[str, Any]) -> str:
+    runs = f"{t['run_id']}" + (f" vs {t['run_b_id']}" if t["run_b_id"] else "")
+    done = sum(r["rated"] for r in t["raters"])
+    assigned = sum(r["assigned"] for r in t["raters"])
+    per = t["per_output"] or "all"
+    return (
+        f"{t['id']:>5}  {t['name'][:24]:<24} {t['mode']:<9} {runs:<9} {t['n_outputs']:>7} {per!s:>10}  "
+        f"{done}/{assigned}"
+    )
+
+
+TASK_HEADER = f"{'id':>5}  {'name':<24} {'mode':<9} {'run':<9} {'outputs':>7} {'per output':>10}  rated"
+
+
+def _progress(t: dict[str, Any]) -> list[str]:
+    lines = [f"  {'rater':<20} {'assigned':>8} {'rated':>6} {'skipped':>7} {'flagged':>7} {'pending':>7}"]
+    for r in t["raters"]:
+        lines.append(
+            f"  {r['name']:<20} {r['assigned']:>8} {r['rated']:>6} {r['skipped']:>7} {r['flagged']:>7} "
+            f"{r['pending']:>7}"
+        )
+    return lines
+
+
+def cmd_task_create(c: httpx.Client, args: argparse.Namespace) -> None:
+    body: dict[str, Any] = {
+        "name": args.name or f"run {args.run}",
+        "run_id": args.run,
+        "raters": _names(args.raters),
+        "show_reference": args.show_reference,
+        "show_contexts": not args.hide_contexts,
+    }
+    if args.run_b is not None:
+        body |= {"mode": "pairwise", "run_b_id": args.run_b}
+    for key, value in (("per_output", args.per_output), ("rubric", args.rubric), ("seed", args.seed)):
+        if value is not None:
+            body[key] = value
+    t = check(c.post("/tasks", json=body))
+    print(
+        f"task {t['id']} {t['name']!r}: {t['mode']} on run {t['run_id']}"
+        + (f" vs {t['run_b_id']}" if t["run_b_id"] else "")
+        + f", {t['n_outputs']} outputs, rubric {t['rubric']['name']!r}, "
+        f"{t['per_output'] or 'every'} rater(s) per output, seed {t['seed']}"
+    )
+    print("\n".join(_progress(t)))
+    for w in t.get("warnings") or []:
+        print(f"warning: {w['message'] if isinstance(w, dict) else w}")
+
+
+def cmd_task_list(c: httpx.Client, args: argparse.Namespace) -> None:
+    tasks = check(c.get("/me/tasks" if args.mine else "/tasks"))
+    if not tasks:
+        print("no tasks")
+        return
+    print(TASK_HEADER)
+    for t in tasks:
+        print(_task_line(t))
+
+
+def dashboard_text(d: dict[str, Any]) -> str:
+    t, a = d["task"], d["agreement"]
+    lines = [TASK_HEADER, _task_line(t), *_progress(t)]
+    lines.append(
+        f"agreement over {a['n_items_used']} of {a['n_items']} items: Krippendorff alpha ordinal "
+        f"{_est(a['alpha_ordinal'])}, interval {_est(a['alpha_interval'])}; ICC(A,1) {_est(a['icc_a1'])}, "
+        f"ICC(A,k) {_est(a['icc_ak'])}" + (f" ({a['undefined_reason']})" if a["undefined_reason"] else "")
+    )
+    if d["disagreements"]:
+        lines.append(f"outputs whose scores spread by {d['threshold']} or more:")
+        lines.append(f"  {'question_id':<20} {'spread':>6}  scores")
+        for x in d["disagreements"]:
+            scores = ", ".join(f"{k} {v}" for k, v in x["scores"].items())
+            lines.append(f"  {x['question_id']:<20} {x['spread']:>6}  {scores}")
+    for f in d["flagged"]:
+        lines.append(f"flagged by {f['rater']}: {f['question_id']}: {f['reason'] or '(no reason)'}")
+    for w in d.get("warnings") or []:
+        lines.append(f"warning: {w['message'] if isinstance(w, dict) else w}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_task_dashboard(c: httpx.Client, args: argparse.Namespace) -> None:
+    d = check(c.get(f"/tasks/{args.task}/dashboard", params={"threshold": args.threshold}))
+    write_output(None, as_json(d) if args.format == "json" else dashboard_text(d))
+
+
+def cmd_task_export(c: httpx.Client, args: argparse.Namespace) -> None:
+    fmt = output_format(writable(args.output), EXPORT_FORMATS, "the ratings") if args.output else "csv"
+    resp = check(c.get(f"/tasks/{args.task}/export", params={"format": fmt}))
+    write_output(args.output, resp.text if fmt == "csv" else as_json(resp))
+
+
+def cmd_task_queue(c: httpx.Client, args: argparse.Namespace) -> None:
+    q = check(c.get(f"/tasks/{args.task}/queue"))
+    print(f"task {q['task_id']} {q['task']!r} for {q['rater']}: {q['done']} of {q['total']} done")
+    print(f"{'position':>8}  {'status':<8} {'score':>5}  {'question_id':<20} question")
+    for e in q["entries"]:
+        score = "-" if e["score"] is None else str(e["score"])
+        print(f"{e['position']:>8}  {e['status']:<8} {score:>5}  {e['question_id']:<20} {e['question']}")
+
+
+def cmd_task_show(c: httpx.Client, args: argparse.Namespace) -> None:
+    item = check(c.get(f"/tasks/{args.task}/queue/{args.position}"))
+    r = item["rubric"]
+    print(f"[{item['position']}/{item['total']}] {item['question_id']}: {item['question']}")
+    if item["reference_answer"] is not None:
+        print(f"reference: {item['reference_answer']}")
+    for a in item["answers"]:
+        print(f"answer{'' if a['side'] == 'single' else ' ' + a['side']}: {a['answer']}")
+        for ctx in a["contexts"] or []:
+            print(f"  context {ctx['rank']}: {ctx['text']}")
+    print(f"rubric {r['name']!r}: {r['min']} to {r['max']}")
+
+
+def cmd_task_rate(c: httpx.Client, args: argparse.Namespace) -> None:
+    path = f"/tasks/{args.task}/queue/{args.position}"
+    item = check(c.get(path))
+    body: dict[str, Any] = {"action": "rate", "score": args.score, "comment": args.comment}
+    versions = {a["side"]: a["version"] for a in item["answers"]}
+    if "single" in versions:
+        body["version"] = versions["single"]
+    else:
+        body |= {"left_version": versions.get("left"), "right_version": versions.get("right")}
+    r = check(c.put(path, json=body))
+    after = f"next: {r['next_position']}" if r["next_position"] is not None else "queue done"
+    stale = " (the answer changed meanwhile: kept apart, rate it again)" if r["stale"] else ""
+    print(f"position {r['position']} ({item['question_id']}): {r['status']} {args.score}{stale}; {after}")
+
+
+# ------------------------------------------------------------------------------------------------ questions
+
+
+def cmd_questions(c: httpx.Client, args: argparse.Namespace) -> None:
+    fmt = output_format(writable(args.output), QUESTION_FORMATS, "questions") if args.output else "jsonl"
+    params: dict[str, Any] = {"format": fmt}
+    if args.include_text:
+        params["include_text"] = "true"
+    resp = check(c.get(f"/datasets/{args.dataset}/questions", params=params))
+    write_output(args.output, as_json(resp) if fmt == "json" else resp.text)
+
+
+# ---------------------------------------------------------------------------------------------------- undo
+
+
+def cmd_delete(c: httpx.Client, args: argparse.Namespace) -> None:
+    what = args.delete_command
+    params: dict[str, Any] = {"cascade": "true"} if getattr(args, "cascade", False) else {}
+    if what == "dataset":
+        path = f"/datasets/{args.id}"
+    elif what == "run":
+        path = f"/runs/{args.id}"
+    elif what == "ratings":
+        path, params = f"/runs/{args.id}/ratings", {"rater": args.rater}
+    elif what == "scores":
+        path = f"/runs/{args.id}/scores/{args.metric}"
+    else:
+        path = f"/jobs/{args.id}/results"
+    r = check(c.delete(path, params=params))
+    rows = ", ".join(f"{k} {n}" for k, n in r["rows"].items() if n) or "nothing"
+    print(f"deleted {r['deleted']}: {rows}")
+    for note in r["notes"]:
+        print(f"note: {note}")
+
+
+# -------------------------------------------------------------------------------------------------- parser
+
+
+def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
+    """`ragmeta raters`, `ragmeta task`, `ragmeta questions` and `ragmeta delete` on the `ragmeta` parser."""
+
+    def group(name: str, func: Any, help_text: str, dest: str) -> Any:
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[url])
+        p.set_defaults(client=func)
+        return p.add_subparsers(dest=dest, required=True, metavar="ACTION", help="one of these")
+
+    def action(actions: Any, name: str, help_text: str, func: Any | None = None) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = actions.add_parser(
+            name, help=help_text, description=help_text, parents=[url]
+        )
+        if func is not None:
+            p.set_defaults(client=func)
+        return p
+
+    rs = group("raters", cmd_raters, "raters of imported ratings: list or register them", "raters_command")
+    action(rs, "list", "every registered rater (id, name)")
+    action(rs, "add", "register raters by name (names already registered are left as they are)").add_argument(
+        "names", nargs="+", help="rater names"
+    )
+
+    ts = group(
+        "task",
+        cmd_task_list,
+        "rating tasks: create, list, dashboard, export; a rater's queue and rating",
+        "task_command",
+    )
+    p = action(
+        ts,
+        "create",
+        "a rating task on a run (editors): every rater rates every output, or --per-output",
+        cmd_task_create,
+    )
+    p.add_argument("run", type=int, help="the run whose outputs are rated (run A of a pairwise task)")
+    p.add_argument("--raters", required=True, help="comma-separated account names of the raters")
+    p.add_argument("--name", help="the task's name (default: run RUN)")
+    p.add_argument("--per-output", type=int, help="raters per output, balanced at random (default: all)")
+    p.add_argument("--run-b", type=int, help="a pairwise task: the other run, side by side")
+    p.add_argument("--rubric", help="rubric name (default: the study's 1-5 scale)")
+    p.add_argument("--show-reference", action="store_true", help="show raters the reference answer")
+    p.add_argument("--hide-contexts", action="store_true", help="do not show raters the retrieved contexts")
+    p.add_argument("--seed", type=int, help="the seed of the raters' orders (recorded; default random)")
+    p = action(ts, "list", "the rating tasks with their progress", cmd_task_list)
+    p.add_argument("--mine", action="store_true", help="only the tasks the caller rates in")
+    p = action(
+        ts,
+        "dashboard",
+        "a task's progress per rater, disagreements, flags and agreement so far",
+        cmd_task_dashboard,
+    )
+    p.add_argument("task", type=int, help="task id")
+    p.add_argument(
+        "--threshold", type=int, default=2, help="list outputs whose scores spread this much (default 2)"
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text", help="output (default text)")
+    p = action(
+        ts, "export", "a task's ratings in the form `ragmeta rate` imports (CSV, or .json)", cmd_task_export
+    )
+    p.add_argument("task", type=int, help="task id")
+    p.add_argument("-o", "--output", type=Path, help="file to write, .csv or .json (default: CSV on stdout)")
+    p = action(
+        ts,
+        "queue",
+        "a rater's own queue in their order: position, status, own score, question",
+        cmd_task_queue,
+    )
+    p.add_argument("task", type=int, help="task id")
+    p = action(ts, "show", "one item of the rater's queue: question, answer, contexts, rubric", cmd_task_show)
+    p.add_argument("task", type=int, help="task id")
+    p.add_argument("position", type=int, help="position in the queue (from `ragmeta task queue`)")
+    p = action(
+        ts, "rate", "rate one item of the rater's queue (on the answer's version as served)", cmd_task_rate
+    )
+    p.add_argument("task", type=int, help="task id")
+    p.add_argument("position", type=int, help="position in the queue (from `ragmeta task queue`)")
+    p.add_argument("score", type=int, help="a level of the task's rubric")
+    p.add_argument("--comment", help="a comment kept with the score")
+
+    help_text = "export a dataset's questions: .json/.jsonl (the import form) or .csv (a sheet of the ids)"
+    p = sub.add_parser("questions", help=help_text, description=help_text, parents=[url])
+    p.set_defaults(client=cmd_questions)
+    p.add_argument("dataset", type=int, help="dataset id")
+    p.add_argument(
+        "-o", "--output", type=Path, help="file to write: .json, .jsonl or .csv (default: JSONL on stdout)"
+    )
+    p.add_argument("--include-text", action="store_true", help="JSON/JSONL: add each passage's text")
+
+    ds = group(
+        "delete",
+        cmd_delete,
+        "undo an import or a job (refused, dependants listed, unless --cascade)",
+        "delete_command",
+    )
+    for name, help_text, cascade in (
+        ("dataset", "a dataset (--cascade: its documents, questions, runs and all under them)", True),
+        ("run", "a run (--cascade: its outputs, their ratings and scores, its jobs)", True),
+        (
+            "job-results",
+            "what a job produced (--cascade: also the ratings and scores of generated outputs)",
+            True,
+        ),
+    ):
+        p = action(ds, name, help_text)
+        p.add_argument("id", type=int, help=f"{name.split('-')[0]} id")
+        if cascade:
+            p.add_argument("--cascade", action="store_true", help="also delete what depends on it")
+    p = action(ds, "ratings", "one rater's ratings on a run (the rater stays registered)")
+    p.add_argument("id", type=int, help="run id")
+    p.add_argument("--rater", required=True, help="the rater's name")
+    p = action(ds, "scores", "an imported metric's scores on a run")
+    p.add_argument("id", type=int, help="run id")
+    p.add_argument("metric", help="the metric, e.g. external.ragas.faithfulness")
