@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def report_import(what: str, r: dict[str, Any]) -> None:
         print(f"note: {note}")
 
 
-def output_format(path: Path, allowed: dict[str, str], what: str) -> str:
+def output_format(path: Path, allowed: Mapping[str, str], what: str) -> str:
     fmt = allowed.get(path.suffix.lower())
     if fmt is None:
         raise UsageError(

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import httpx
 
 from app.cli_common import UsageError, as_json, check, output_format, writable, write_output
 
-QUESTION_FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}
-EXPORT_FORMATS = {".json": "json", ".csv": "csv"}
+QUESTION_FORMATS = MappingProxyType({".json": "json", ".jsonl": "jsonl", ".csv": "csv"})
+EXPORT_FORMATS = MappingProxyType({".json": "json", ".csv": "csv"})
 
 
 def _names(value: str) -> list[str]:

@@ -77,7 +77,9 @@ def run(
     )
     app = create_app(settings)
     with session_scope(app.state.resources.session_factory) as s:
-        admin = accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name="admin", role=Role.admin)).key
+        admin = accounts.issue_key(
+            s, app.state.resources.auth.hasher, KeyCreate(name="admin", role=Role.admin)
+        ).key
         names = [f"r{i}" for i in range(raters)]
         keys = {
             n: accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name=n, role=Role.rater)).key

@@ -55,7 +55,9 @@ def main() -> None:
     app = create_app(settings)
     with TestClient(app) as c:
         with session_scope(app.state.resources.session_factory) as s:
-            key = accounts.issue_key(s, app.state.resources.auth.hasher, KeyCreate(name="bench", role=Role.admin)).key
+            key = accounts.issue_key(
+                s, app.state.resources.auth.hasher, KeyCreate(name="bench", role=Role.admin)
+            ).key
         c.headers["Authorization"] = f"Bearer {key}"
         ds = c.post("/datasets", json={"name": "bench", "language": "en"}).json()["id"]
         doc = " ".join(f"Sentence {i} of the document." for i in range(400))

@@ -324,7 +324,7 @@ def export_question_items(
     return out
 
 
-QUESTION_SHEET = ["question_id", "question", "reference_answer", "answerable", "types", "passages"]
+QUESTION_SHEET = ("question_id", "question", "reference_answer", "answerable", "types", "passages")
 
 
 def question_sheet(questions: Sequence[QuestionRead]) -> list[dict[str, Any]]:

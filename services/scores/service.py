@@ -204,7 +204,7 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def table_csv(header: list[str], rows: list[dict[str, Any]]) -> str:
+def table_csv(header: Sequence[str], rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\r\n")
     writer.writerow({h: csv_cell(h) for h in header})
