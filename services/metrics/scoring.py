@@ -352,9 +352,7 @@ class ScoringHandler:
         for key in keys:
             name, output_id, repeat = parse_item(key)
             by_metric[(name, repeat)].append(output_id)
-        resolved = {
-            name: registry.resolve(name, int(job.params.get("k", 5))) for name, _ in by_metric
-        }
+        resolved = {name: registry.resolve(name, int(job.params.get("k", 5))) for name, _ in by_metric}
         # Samples are read, then scored with no transaction open (judge calls take seconds).
         with ctx.read_factory() as session:
             run = get_run(session, int(job.params["run_id"]))

@@ -350,7 +350,7 @@ class Adapter(JudgeAdapter):
             "refchecker": package_version("refchecker"),
         }
         content = [sample.question, sample.answer, sample.reference_answer, list(sample.contexts)]
-        # Each repeat keeps its own verdicts: one repeat's checkpoint would answer the next with no judge call.
+        # Each repeat keeps its own verdicts: one repeat's checkpoint would answer the next without a call.
         name = repeat_scope(f"o{sample.output_id}" if sample.output_id >= 0 else "inline", sample.repeat)
         root = ctx.settings.data_dir / "ragchecker" / _digest(judge)
         return root / f"{name}-k{sample.k}-{_digest(content)}.json"
