@@ -158,6 +158,23 @@ class ScoreRepository(Repository):
         )
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
 
+    def repeat_values(
+        self, run_ids: Iterable[int], configs: dict[str, str]
+    ) -> list[tuple[int, str, int, float | None]]:
+        """(output id, metric, repeat, value) of every repeat of the given configuration of each metric."""
+        if not configs:
+            return []
+        stmt = (
+            select(MetricScore.output_id, MetricScore.metric, MetricScore.repeat, MetricScore.value)
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(
+                Output.run_id.in_(list(run_ids)),
+                tuple_(MetricScore.metric, MetricScore.config_key).in_(list(configs.items())),
+            )
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.repeat)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
+
     def column_meta(
         self, run_ids: Iterable[int], keys: set[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
