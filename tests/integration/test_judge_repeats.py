@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.judge.gateway import repeat_scope, request_key, scope_repeat
 from services.models import MetricScore
+from services.reports.data import gather
 from tests.integration.judges.test_opik import ANSWERS, judge, new_run, response_format
 from tests.integration.test_scoring import drain
 from tests.judgefake import all_text
@@ -114,6 +115,10 @@ def test_three_repeats_are_three_judge_calls_stored_apart_and_a_rerun_makes_none
     # The report uses the mean of the repeats and says so.
     report = client.get(f"/runs/{run}/report").json()
     assert any("mean of its repeats" in n for n in report["notes"]), report["notes"]
+    with Session(engine) as s:
+        column = gather(s, [run], "mean", 1).columns["opik.moderation"]
+    assert column.repeats == 3
+    assert column.values == pytest.approx({o: float(np.mean(list(v.values()))) for o, v in by_output.items()})
 
     # The stability report equals the written-out figures on the stored values.
     stab = client.get(f"/runs/{run}/stability")
