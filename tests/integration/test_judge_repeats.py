@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from app.cli import _stability_text
 from services.config import Settings
 from services.judge.gateway import repeat_scope, request_key, scope_repeat
 from services.models import MetricScore
@@ -156,6 +157,22 @@ def test_three_repeats_are_three_judge_calls_stored_apart_and_a_rerun_makes_none
     assert c["corrected_r"]["estimate"] == pytest.approx(min(expected, 1.0), abs=1e-9)
     assert c["capped"] is (expected > 1)
     assert "classic.bleu" not in figures
+    # What `ragmeta stability RUN` prints from it.
+    text = _stability_text(stab.json())
+    assert "opik.moderation: 3 repeats on 5 outputs" in text
+    assert f"ICC(A,1) across repeats   {icc:.3f} [" in text and "rule: corrected r = r / sqrt(" in text
+
+
+def test_stability_of_an_unknown_run_is_404_and_a_single_asking_says_what_is_missing(
+    client: TestClient, judge: Any
+) -> None:
+    assert client.get("/runs/999/stability").status_code == 404
+    judge()
+    run = new_run(client)
+    submit(client, run, {"metrics": ["opik.moderation"]})
+    m = client.get(f"/runs/{run}/stability").json()["metrics"][0]
+    assert m["repeats"] == 1 and m["icc_a1"]["estimate"] is None
+    assert "repeats >= 2" in m["undefined_reason"]
 
 
 def test_repeats_out_of_range_name_the_field(client: TestClient, judge: Any) -> None:
