@@ -204,6 +204,39 @@ def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
     _emit(args, resp, _sensitivity_text)
 
 
+def _fig(f: dict[str, Any]) -> str:
+    if f["estimate"] is None:
+        return f"- ({f['undefined_reason']})"
+    if f["ci_low"] is None:
+        return f"{f['estimate']:.3f} (no interval: {f['undefined_reason']})"
+    return f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}]"
+
+
+def _stability_text(res: dict[str, Any]) -> str:
+    lines = [f"run {res['run_id']}: judge stability ({res['n_raters']} raters)"]
+    for m in res["metrics"]:
+        c = m["corrected"]
+        lines.append(f"{m['metric']}: {m['repeats']} repeats on {m['n_outputs']} outputs")
+        if m["undefined_reason"]:
+            lines.append(f"  {m['undefined_reason']}")
+            continue
+        lines += [
+            f"  ICC(A,1) across repeats   {_fig(m['icc_a1'])}",
+            f"  within-output SD          {_fig(m['within_sd'])}",
+            f"  reliability of the mean   {_fig(m['reliability_of_mean'])}",
+            f"  r with the mean rating    {_fig(c['raw_r'])}",
+            f"  corrected r               {_fig(c['corrected_r'])}"
+            + ("  (capped at 1)" if c["capped"] else ""),
+        ]
+    lines.append(f"rule: {res['rule']}")
+    lines += [f"note: {n}" for n in res["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_stability(c: Any, args: argparse.Namespace) -> None:
+    _emit(args, check(c.get(f"/runs/{args.run}/stability")), _stability_text)
+
+
 def _emit(args: argparse.Namespace, resp: Any, text: Any) -> None:
     import json
 
@@ -243,6 +276,17 @@ def _add_estimate_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the run's judge configurations and exit")
     p.add_argument("--format", **formats)
     p.set_defaults(client=_cmd_judge_sensitivity)
+    p = sub.add_parser(
+        "stability",
+        parents=[url],
+        help="how stable each judge metric is across its repeats, and its agreement corrected for noise",
+        description="Per judge metric scored with repeats >= 2: ICC(A,1) across repeats, the within-output "
+        "SD and the reliability of the repeat mean (Spearman-Brown), and the correlation with the mean "
+        "rating beside the same corrected for both sides' reliability.",
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output (default text)")
+    p.set_defaults(client=_cmd_stability)
 
 
 def build_parser() -> argparse.ArgumentParser:

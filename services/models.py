@@ -251,7 +251,7 @@ class MetricScore(Timestamps, Base):
 
     __tablename__ = "metric_score"
     __table_args__ = (
-        UniqueConstraint("output_id", "metric", "config_key"),
+        UniqueConstraint("output_id", "metric", "config_key", "repeat", name="uq_metric_score_repeat"),
         Index("ix_metric_score_metric", "metric"),
     )
 
@@ -261,6 +261,9 @@ class MetricScore(Timestamps, Base):
     # Hash of the configuration that produced the score; re-submitting the same configuration skips it.
     config_key: Mapped[str] = mapped_column(String(64))
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Which of a job's independent judge askings this is (``repeats``): 0 for the first and for every metric
+    # that does not ask a judge.
+    repeat: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     k: Mapped[int | None] = mapped_column(Integer)
     value: Mapped[float | None] = mapped_column(Float)
     # Why the value is null: an undefined case ("no reference passage") or a failure ("judge timeout").

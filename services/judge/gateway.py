@@ -13,7 +13,10 @@ header, which lets one client serve every sample); the gateway is then the one p
 - caches answers in the database, keyed on the upstream model and the full request body, so a second scoring
   of a run makes no upstream call and identical requests from different metrics are sent once. Requests a
   metric repeats on purpose (Ragas' answer relevancy asks the same prompt several times) are told apart by
-  their occurrence number within one ``scope`` (one metric on one output), so they are not collapsed;
+  their occurrence number within one ``scope`` (one metric on one output), so they are not collapsed; a
+  scope ending in ``~r<i>`` (``repeat_scope``) is repeat i of a scoring job that asks the judge several
+  independent times, and its requests are keyed apart from every other repeat's (re-running the job reads
+  each repeat's own answers back);
 - counts calls, cache hits, tokens and latency in a *ledger* per scoring batch (per metric and per scope),
   opened and released by whoever scores (``POST /ledgers``, ``DELETE /ledgers/<token>`` returns the
   figures): nothing accumulates from one job to the next;
@@ -133,11 +136,28 @@ def answer_digest(response: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def request_key(model: str, body: dict[str, Any], occurrence: int) -> str:
+def request_key(model: str, body: dict[str, Any], occurrence: int, repeat: int = 0) -> str:
     # Fields that only steer transport do not change the answer.
     payload = {k: v for k, v in body.items() if k not in ("stream", "user", "metadata")}
-    blob = json.dumps({"model": model, "body": payload, "n": occurrence}, sort_keys=True, ensure_ascii=False)
+    keyed: dict[str, Any] = {"model": model, "body": payload, "n": occurrence}
+    if repeat:  # repeat 0 keeps the keys answers were cached under before repeats existed
+        keyed["repeat"] = repeat
+    blob = json.dumps(keyed, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+REPEAT_MARK = "~r"
+
+
+def repeat_scope(scope: str, repeat: int) -> str:
+    """The scope of repeat ``repeat`` of a sample whose first asking has scope ``scope``."""
+    return scope if repeat <= 0 else f"{scope}{REPEAT_MARK}{repeat}"
+
+
+def scope_repeat(scope: str) -> int:
+    """The repeat index a scope names (0 when it names none or is unreadable)."""
+    _, mark, tail = scope.rpartition(REPEAT_MARK)
+    return int(tail) if mark and tail.isdigit() else 0
 
 
 class JudgeGateway:
@@ -330,14 +350,15 @@ class JudgeGateway:
                 {"error": {"message": "streaming is not supported", "type": "judge_error"}}, status_code=400
             )
         model = self.judge.model or str(body.get("model"))
-        base_key = request_key(model, body, 0)
+        repeat = scope_repeat(scope)
+        base_key = request_key(model, body, 0, repeat)
         for usage in usages:
             usage.calls += 1
         occurrence = 0
         if scope != "-":
             occurrence = ledger.occurrences[(metric, scope, base_key)]
             ledger.occurrences[(metric, scope, base_key)] += 1
-        key = base_key if occurrence == 0 else request_key(model, body, occurrence)
+        key = base_key if occurrence == 0 else request_key(model, body, occurrence, repeat)
         # A refreshed batch reads no answer stored before it: only those it asked for itself (a request two
         # of its metrics make is still sent once); a request being sent upstream now is fresh for everyone.
         readable = self.cache and (not ledger.refresh or key in ledger.fresh)

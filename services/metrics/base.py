@@ -80,6 +80,9 @@ class Sample:
     retrieved: tuple[RetrievedSpan, ...]
     documents: Mapping[int, str]
     k: int
+    # The independent judge asking this sample is scored for (a scoring job's ``repeats``): part of the
+    # judge requests' scope, so a repeat is never answered from another repeat's cached answer.
+    repeat: int = 0
 
 
 @dataclass

@@ -43,8 +43,12 @@ _PER_RUN = ("judge_calls", "cache_hits", "judge_calls_of", "score_memo")
 
 
 def memo_key(metric: str, config_key: str, basis: str, sample: Sample, language: str) -> str:
+    # A repeat's score rests on its own answers: it is never another repeat's entry (repeat 0 keeps the
+    # keys written before repeats existed).
+    repeat = {"repeat": sample.repeat} if sample.repeat else {}
     blob = json.dumps(
         {
+            **repeat,
             "v": MEMO_VERSION,
             "metric": metric,
             "config": config_key,

@@ -4,6 +4,11 @@ Items are ``"<metric full name>|<output id>"``, output by output (all metrics of
 that a batch holds every metric of its outputs and scores them all at once (``services.metrics.batch``).
 Creating a job skips scores already computed under the same configuration (same config key) unless
 ``recompute``; a score in error is always computed again.
+
+``repeats = k`` asks the judge k independent times per (judge metric, output): items of repeat i > 0 are
+``"<metric>|<output id>|<i>"``, their samples carry the repeat (so the judge gateway keys their requests
+apart, and re-running the job reads each repeat's own cached answers), and each repeat is its own score row
+(``metric_score.repeat``). Metrics without a judge are deterministic and are scored once whatever k is.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -65,6 +70,32 @@ class ScoringRequest(BaseModel):
         strict=True,
         description="ask the judge again instead of reusing its cached answers (after malformed output)",
     )
+    repeats: Int = Field(
+        default=1,
+        ge=1,
+        le=10,
+        description=(
+            "independent judge askings per (judge metric, output), each stored with its repeat index "
+            "(0..repeats-1) and cached apart; reports use their mean. Metrics without a judge are "
+            "deterministic and are scored once"
+        ),
+    )
+
+
+def item_key(name: str, output_id: int, repeat: int = 0) -> str:
+    return f"{name}|{output_id}" if repeat == 0 else f"{name}|{output_id}|{repeat}"
+
+
+def parse_item(key: str) -> tuple[str, int, int]:
+    """(metric full name, output id, repeat) of a job item."""
+    name, output_id, *rest = key.split("|")
+    return name, int(output_id), int(rest[0]) if rest else 0
+
+
+def judge_settings(settings: Settings) -> dict[str, Any]:
+    """What a repeat is asked with: the endpoint sets no seed (so repeats are as independent as the
+    judge's sampling at that temperature makes them)."""
+    return {"model": settings.judge.model, "temperature": settings.judge.temperature, "seed": None}
 
 
 def config_key(full_name: str, config: dict[str, Any]) -> str:
@@ -100,20 +131,28 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
     skipped = 0
     configs = {}
     repo = ScoreRepository(session)
-    todo: dict[str, set[int]] = {}
+    todo: dict[tuple[str, int], set[int]] = {}
+    repeats = {name: request.repeats if r.spec.needs_judge else 1 for name, (r, _) in adapters.items()}
     for name, (r, adapter) in adapters.items():
         ckey = config_key(name, adapter.config(planning.for_k(r.k)))
         configs[name] = ckey
-        existing = {} if request.recompute else repo.existing(outputs, name, ckey)
-        todo[name] = set()
-        for oid in outputs:
-            prev = existing.get(oid)
-            if prev is not None and prev.error is None:
-                skipped += 1
-                continue
-            todo[name].add(oid)
-    # Output by output: a claimed batch holds all the metrics of its outputs, scored together.
-    keys = [f"{name}|{oid}" for oid in outputs for name in adapters if oid in todo[name]]
+        for repeat in range(repeats[name]):
+            existing = {} if request.recompute else repo.existing(outputs, name, ckey, repeat)
+            todo[(name, repeat)] = set()
+            for oid in outputs:
+                prev = existing.get(oid)
+                if prev is not None and prev.error is None:
+                    skipped += 1
+                    continue
+                todo[(name, repeat)].add(oid)
+    # Output by output: a claimed batch holds all the metrics (and repeats) of its outputs, scored together.
+    keys = [
+        item_key(name, oid, repeat)
+        for oid in outputs
+        for name in adapters
+        for repeat in range(repeats[name])
+        if oid in todo[(name, repeat)]
+    ]
     params = {
         "run_id": run_id,
         "metrics": list(adapters),
@@ -121,8 +160,25 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
         "word_rule": request.word_rule,
         "recompute": request.recompute,
         "refresh_judge_cache": request.refresh_judge_cache,
+        "repeats": request.repeats,
     }
-    summary = {"skipped_already_computed": skipped, "outputs": len(outputs), "config_keys": configs}
+    summary: dict[str, Any] = {
+        "skipped_already_computed": skipped,
+        "outputs": len(outputs),
+        "config_keys": configs,
+    }
+    if request.repeats > 1:
+        summary["repeats"] = {
+            "k": request.repeats,
+            "judge": judge_settings(settings),
+            "repeated": sorted(n for n, k in repeats.items() if k > 1),
+            "deterministic": sorted(n for n, k in repeats.items() if k == 1),
+            "note": (
+                f"each judge metric is asked {request.repeats} independent times per output (repeats "
+                f"0..{request.repeats - 1}, cached apart); metrics without a judge are deterministic and "
+                "are scored once; reports use the mean of the repeats"
+            ),
+        }
     return job_read(session, create_job(session, "scoring", params, keys, summary, settings=settings))
 
 
@@ -136,6 +192,7 @@ class ScoreRow:
     k: int | None
     output_id: int
     result: SampleScore
+    repeat: int = 0
 
 
 def _store(session: Session, job_id: int, rows: list[ScoreRow]) -> None:
@@ -143,6 +200,9 @@ def _store(session: Session, job_id: int, rows: list[ScoreRow]) -> None:
     UPDATE and one bulk INSERT (committed by the caller)."""
     repo = ScoreRepository(session)
     ids = repo.ids_of({r.output_id for r in rows}, {r.metric for r in rows})
+    job = session.get(Job, job_id)
+    repeats = int(job.params.get("repeats", 1)) if job is not None else 1
+    asked = judge_settings_of(job) if job is not None and repeats > 1 else None
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     for row in rows:
@@ -153,20 +213,32 @@ def _store(session: Session, job_id: int, rows: list[ScoreRow]) -> None:
             "value": res.value,
             "reason": res.reason,
             "error": res.error,
-            "details": res.details,
+            "details": res.details if asked is None else {**res.details, "judge_settings": asked},
             "tokens": res.tokens,
             "latency_ms": res.latency_ms,
             "job_id": job_id,
         }
-        stored = ids.get((row.output_id, row.metric, row.config_key))
+        stored = ids.get((row.output_id, row.metric, row.config_key, row.repeat))
         if stored is None:
             inserts.append(
-                {"output_id": row.output_id, "metric": row.metric, "config_key": row.config_key, **values}
+                {
+                    "output_id": row.output_id,
+                    "metric": row.metric,
+                    "config_key": row.config_key,
+                    "repeat": row.repeat,
+                    **values,
+                }
             )
         else:
             updates.append({"id": stored, **values})
     repo.update_many(updates)
     repo.insert_many(inserts)
+
+
+def judge_settings_of(job: Job) -> dict[str, Any]:
+    """The judge settings a repeated job stated when it was planned."""
+    stated = (job.summary or {}).get("repeats", {}).get("judge")
+    return dict(stated) if isinstance(stated, dict) else {}
 
 
 def _add_judge_usage(session: Session, job_id: int, usage: dict[str, dict[str, Any]]) -> None:
@@ -278,21 +350,22 @@ class ScoringHandler:
         return even_batches(items, job_workers(settings), cap)
 
     def process(self, ctx: JobContext, job_id: int, keys: list[str]) -> dict[str, str | None]:
-        by_metric: dict[str, list[int]] = defaultdict(list)
+        # One work item per (metric, repeat).
+        by_metric: dict[tuple[str, int], list[int]] = defaultdict(list)
         for key in keys:
-            name, _, output_id = key.rpartition("|")
-            by_metric[name].append(int(output_id))
+            name, output_id, repeat = parse_item(key)
+            by_metric[(name, repeat)].append(output_id)
         # Samples are read, then scored with no transaction open (judge calls take seconds).
         with ctx.read_factory() as session:
             params = JobRepository(session).params(job_id)
             if params is None:
                 return dict.fromkeys(keys, "missing: the job was deleted")
-            resolved = {name: registry.resolve(name, int(params.get("k", 5))) for name in by_metric}
+            resolved = {name: registry.resolve(name, int(params.get("k", 5))) for name, _ in by_metric}
             run = get_run(session, int(params["run_id"]))
             language = get_dataset(session, run.dataset_id).language
             samples = {}
             for k in {r.k for r in resolved.values()}:
-                oids = sorted({o for n, os in by_metric.items() if resolved[n].k == k for o in os})
+                oids = sorted({o for (n, _), os in by_metric.items() if resolved[n].k == k for o in os})
                 samples[k] = build_samples(session, oids, k)
             versions = RunRepository(session).output_versions(
                 sorted({o for os in by_metric.values() for o in os})
@@ -300,13 +373,18 @@ class ScoringHandler:
         outcome: dict[str, str | None] = {}
         work: list[MetricWork] = []
         present: list[list[int]] = []
-        for name, oids in by_metric.items():
+        repeat_of: list[int] = []
+        for (name, repeat), oids in by_metric.items():
             k_samples = samples[resolved[name].k]
             found = [oid for oid in oids if oid in k_samples]
             for oid in set(oids) - set(found):
-                outcome[f"{name}|{oid}"] = "missing: the output was deleted"
-            work.append(MetricWork(resolved[name], [k_samples[o] for o in found]))
+                outcome[item_key(name, oid, repeat)] = "missing: the output was deleted"
+            chosen = [k_samples[o] for o in found]
+            if repeat:
+                chosen = [replace(s, repeat=repeat) for s in chosen]
+            work.append(MetricWork(resolved[name], chosen))
             present.append(found)
+            repeat_of.append(repeat)
         refresh = bool(params.get("refresh_judge_cache"))
         # Jobs planned before the word rule was a parameter used the joined rule.
         word_rule: WordRule = "w_runs" if params.get("word_rule") == "w_runs" else "joined"
@@ -350,18 +428,20 @@ class ScoringHandler:
             # old answer and is not stored (its item fails with the reason; a new job scores it).
             current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
             rows: list[ScoreRow] = []
-            for w, found, scores, config in zip(work, present, result.scores, result.configs, strict=True):
+            for w, found, scores, config, repeat in zip(
+                work, present, result.scores, result.configs, repeat_of, strict=True
+            ):
                 name = w.resolved.full_name
                 ckey = config_key(name, config)
                 row_k = w.resolved.k if w.resolved.spec.uses_k else None
                 for oid, res in zip(found, scores, strict=True):
                     if current.get(oid) != versions.get(oid):
-                        outcome[f"{name}|{oid}"] = (
+                        outcome[item_key(name, oid, repeat)] = (
                             "stale: the output's answer changed while it was scored; score the run again"
                         )
                         continue
-                    rows.append(ScoreRow(name, ckey, config, row_k, oid, res))
-                    outcome[f"{name}|{oid}"] = res.error
+                    rows.append(ScoreRow(name, ckey, config, row_k, oid, res, repeat))
+                    outcome[item_key(name, oid, repeat)] = res.error
             _store(session, job_id, rows)
             _add_judge_usage(session, job_id, result.judge_usage)
             if memo_rows:

@@ -35,6 +35,8 @@ class Column:
     values: dict[int, float] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    # The most judge repeats an output of this column has (its value is their mean).
+    repeats: int = 1
 
 
 @dataclass
@@ -106,6 +108,8 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
     # tuples of the columns a report uses, of that configuration only; each one's JSON is read once.
     configs, keys = repo.reported_configs(run_ids)
     meta = repo.column_meta(run_ids, set(configs.items()))
+    # A metric scored with judge repeats has one row per repeat: its value is the mean of those with a value.
+    repeated: dict[tuple[str, int], list[float]] = {}
     for oid, metric, value, error, reason in repo.report_values(run_ids, configs):
         col = columns.get(metric)
         if col is None:
@@ -115,7 +119,13 @@ def gather(session: Session, run_ids: list[int], reference: str, min_raters: int
             if details and "higher_is_better" in details:
                 col.details["higher_is_better"] = details["higher_is_better"]
         if value is not None:
-            col.values[oid] = value
+            got = repeated.setdefault((metric, oid), [])
+            got.append(value)
+            col.values[oid] = sum(got) / len(got)
+            col.missing.pop(oid, None)
+            col.repeats = max(col.repeats, len(got))
+        elif oid in col.values:
+            continue
         elif error:
             col.missing[oid] = f"error: {error.split(':', 1)[0]}"
         else:

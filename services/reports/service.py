@@ -74,11 +74,20 @@ def judge_notes(data: ReportData) -> list[str]:
     for metric, (n, judge) in sorted(data.several_judges.items()):
         key = (n, str(judge.get("model")), str(judge.get("language")))
         groups.setdefault(key, []).append(metric)
-    return [
+    notes = [
         f"{', '.join(metrics)}: scores from {n} judge configurations are stored; this report uses the one "
         f"scored last (model {model}, language {language}); GET /runs/<id>/judge-sensitivity compares them"
         for (n, model, language), metrics in groups.items()
     ]
+    repeated = sorted((c.repeats, name) for name, c in data.columns.items() if c.repeats > 1)
+    if repeated:
+        notes.append(
+            "judge repeats: "
+            + ", ".join(f"{name} ({k})" for k, name in repeated)
+            + " were asked several independent times per output; each value is the mean of its repeats "
+            "(GET /runs/<id>/stability: the judge's test-retest reliability)"
+        )
+    return notes
 
 
 def run_notes(run: Run) -> list[str]:

@@ -23,11 +23,14 @@ class ScoreRepository(Repository):
             stmt = stmt.where(MetricScore.metric.in_(list(metrics)))
         return self.session.scalars(stmt).all()
 
-    def existing(self, output_ids: Iterable[int], metric: str, config_key: str) -> dict[int, MetricScore]:
+    def existing(
+        self, output_ids: Iterable[int], metric: str, config_key: str, repeat: int = 0
+    ) -> dict[int, MetricScore]:
         stmt = select(MetricScore).where(
             MetricScore.output_id.in_(list(output_ids)),
             MetricScore.metric == metric,
             MetricScore.config_key == config_key,
+            MetricScore.repeat == repeat,
         )
         return {s.output_id: s for s in self.session.scalars(stmt)}
 
@@ -155,6 +158,23 @@ class ScoreRepository(Repository):
         )
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
 
+    def repeat_values(
+        self, run_ids: Iterable[int], configs: dict[str, str]
+    ) -> list[tuple[int, str, int, float | None]]:
+        """(output id, metric, repeat, value) of every repeat of the given configuration of each metric."""
+        if not configs:
+            return []
+        stmt = (
+            select(MetricScore.output_id, MetricScore.metric, MetricScore.repeat, MetricScore.value)
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(
+                Output.run_id.in_(list(run_ids)),
+                tuple_(MetricScore.metric, MetricScore.config_key).in_(list(configs.items())),
+            )
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.repeat)
+        )
+        return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
+
     def column_meta(
         self, run_ids: Iterable[int], keys: set[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
@@ -172,9 +192,16 @@ class ScoreRepository(Repository):
             (m, c): (cfg or {}, det or {}) for m, c, cfg, det in self.session.execute(stmt) if (m, c) in keys
         }
 
-    def ids_of(self, output_ids: Iterable[int], metrics: Iterable[str]) -> dict[tuple[int, str, str], int]:
-        """The ids of the stored scores of these outputs and metrics, by (output, metric, config key)."""
+    def ids_of(
+        self, output_ids: Iterable[int], metrics: Iterable[str]
+    ) -> dict[tuple[int, str, str, int], int]:
+        """The ids of the stored scores of these outputs and metrics, by (output, metric, config key,
+        repeat)."""
         stmt = select(
-            MetricScore.output_id, MetricScore.metric, MetricScore.config_key, MetricScore.id
+            MetricScore.output_id,
+            MetricScore.metric,
+            MetricScore.config_key,
+            MetricScore.repeat,
+            MetricScore.id,
         ).where(MetricScore.output_id.in_(list(output_ids)), MetricScore.metric.in_(list(metrics)))
-        return {(o, m, c): i for o, m, c, i in self.session.execute(stmt)}
+        return {(o, m, c, r): i for o, m, c, r, i in self.session.execute(stmt)}

@@ -14,6 +14,8 @@ One module per topic, each name below importable from the package:
 - ``passfail``: AUC, the Youden threshold and the held-out decision figures;
 - ``systems``: pairwise preferences and the ranking of systems;
 - ``ppi``: the plain prediction-powered mean;
+- ``stability``: a judge's test-retest over repeated askings, the agreement corrected for both sides'
+  noise;
 - ``resampling``, ``corr_kernels``, ``ranks``, ``core``: the bootstrap and jackknife engine, the resample
   kernels, tie groups and ranks, and the input checks they share.
 
@@ -96,6 +98,15 @@ from services.stats.resampling import (
     resample_counts,
     units_of,
 )
+from services.stats.stability import (
+    DISATTENUATION_RULE,
+    CorrectedAgreement,
+    RetestResult,
+    corrected_agreement,
+    disattenuate,
+    retest,
+    spearman_brown,
+)
 from services.stats.systems import (
     PreferenceResult,
     SystemLevelResult,
@@ -106,6 +117,7 @@ from services.stats.systems import (
 
 __all__ = [
     "CONSTANT_RTOL",
+    "DISATTENUATION_RULE",
     "HELD_OUT_FIGURES",
     "NEAR_CONSTANT_MIN_OFF_MODE",
     "PASS_FAIL_FIGURES",
@@ -116,6 +128,7 @@ __all__ = [
     "BootstrapKind",
     "CiChoice",
     "CorrMethod",
+    "CorrectedAgreement",
     "CorrelationResult",
     "DependentComparison",
     "DifferenceTest",
@@ -126,6 +139,7 @@ __all__ = [
     "PpiResult",
     "PreferenceResult",
     "RaterPair",
+    "RetestResult",
     "SystemLevelResult",
     "adjust_p_values",
     "agreement",
@@ -136,10 +150,12 @@ __all__ = [
     "bootstrap_p_value",
     "compare_correlations",
     "complete_pairs",
+    "corrected_agreement",
     "correlation",
     "correlations_many",
     "default_pass_threshold",
     "delong_auc",
+    "disattenuate",
     "expanded_confidence",
     "fisher_ci",
     "fisher_ci_width",
@@ -158,7 +174,9 @@ __all__ = [
     "ppi_mean",
     "preference_agreement",
     "rank_difference",
+    "retest",
     "spearman",
+    "spearman_brown",
     "steiger_z",
     "system_level",
     "warm_up",

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from services.judge.gateway import repeat_scope
 from services.metrics.base import BaseAdapter, Sample, SampleScore, package_version
 from services.metrics.context import SCOPE, JudgeSession, ScoringContext
 
@@ -129,7 +130,7 @@ class JudgeAdapter(BaseAdapter):
         }
 
     def scope(self, sample: Sample) -> str:
-        return f"o{sample.output_id}"
+        return repeat_scope(f"o{sample.output_id}", sample.repeat)
 
     def memo_basis(self, sample: Sample, ctx: ScoringContext) -> str | None:
         """A digest of the library-side state (besides the judge's cached answers) a score of ``sample``

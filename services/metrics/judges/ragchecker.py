@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.judge.gateway import SCOPE_HEADER
+from services.judge.gateway import SCOPE_HEADER, repeat_scope
 from services.metrics.base import Sample, SampleScore, in_thread, package_version
 from services.metrics.context import ScoringContext
 from services.metrics.judges import prompts
@@ -351,7 +351,8 @@ class Adapter(JudgeAdapter):
             "refchecker": package_version("refchecker"),
         }
         content = [sample.question, sample.answer, sample.reference_answer, list(sample.contexts)]
-        name = f"o{sample.output_id}" if sample.output_id >= 0 else "inline"
+        # Each repeat keeps its own verdicts: one repeat's checkpoint would answer the next without a call.
+        name = repeat_scope(f"o{sample.output_id}" if sample.output_id >= 0 else "inline", sample.repeat)
         root = ctx.settings.data_dir / "ragchecker" / _digest(judge)
         return root / f"{name}-k{sample.k}-{_digest(content)}.json"
 
