@@ -14,6 +14,8 @@ One module per topic, each name below importable from the package:
 - ``passfail``: AUC, the Youden threshold and the held-out decision figures;
 - ``systems``: pairwise preferences and the ranking of systems;
 - ``ppi``: the plain prediction-powered mean;
+- ``calibration``: cross-fitted isotonic calibration onto the rubric, held-out MAE/RMSE, the human baseline;
+- ``alttest``: the Alternative Annotator Test (may a metric replace a rater?);
 - ``resampling``, ``corr_kernels``, ``ranks``, ``core``: the bootstrap and jackknife engine, the resample
   kernels, tie groups and ranks, and the input checks they share.
 
@@ -21,6 +23,21 @@ Importing the package stays cheap: the heavy libraries load inside the functions
 ``warm_up()`` loads them ahead of time.
 """
 
+from services.stats.alttest import (
+    DEFAULT_EPSILON,
+    AltTestResult,
+    RaterTest,
+    alt_test,
+)
+from services.stats.calibration import (
+    CalibrationResult,
+    CurvePoint,
+    ErrorFigure,
+    HumanBaseline,
+    calibrate,
+    human_baseline,
+    question_folds,
+)
 from services.stats.comparisons import (
     DependentComparison,
     DifferenceTest,
@@ -106,19 +123,25 @@ from services.stats.systems import (
 
 __all__ = [
     "CONSTANT_RTOL",
+    "DEFAULT_EPSILON",
     "HELD_OUT_FIGURES",
     "NEAR_CONSTANT_MIN_OFF_MODE",
     "PASS_FAIL_FIGURES",
     "AgreementResult",
     "AlphaLevel",
     "AlphaResult",
+    "AltTestResult",
     "BootstrapCI",
     "BootstrapKind",
+    "CalibrationResult",
     "CiChoice",
     "CorrMethod",
     "CorrelationResult",
+    "CurvePoint",
     "DependentComparison",
     "DifferenceTest",
+    "ErrorFigure",
+    "HumanBaseline",
     "IccResult",
     "Interval",
     "JackknifeCI",
@@ -126,14 +149,17 @@ __all__ = [
     "PpiResult",
     "PreferenceResult",
     "RaterPair",
+    "RaterTest",
     "SystemLevelResult",
     "adjust_p_values",
     "agreement",
+    "alt_test",
     "bootstrap_ci",
     "bootstrap_ci_many",
     "bootstrap_difference_ci",
     "bootstrap_differences_many",
     "bootstrap_p_value",
+    "calibrate",
     "compare_correlations",
     "complete_pairs",
     "correlation",
@@ -143,6 +169,7 @@ __all__ = [
     "expanded_confidence",
     "fisher_ci",
     "fisher_ci_width",
+    "human_baseline",
     "jackknife_ci_many",
     "jackknife_differences_many",
     "kendall",
@@ -157,6 +184,7 @@ __all__ = [
     "pearson",
     "ppi_mean",
     "preference_agreement",
+    "question_folds",
     "rank_difference",
     "spearman",
     "steiger_z",
