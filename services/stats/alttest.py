@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
-from services.stats.core import as_vector
+from services.stats.core import FloatArray, as_vector
 
 DEFAULT_EPSILON = 0.2
 DEFAULT_ALPHA = 0.05
@@ -69,6 +69,13 @@ class AltTestResult:
     undefined_reason: str | None = None
     raters_needed: int = MIN_RATERS
     items_needed: int = MIN_SHARED_ITEMS
+
+
+def _indicators(pred: FloatArray, rater: FloatArray, ref: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """W^f, W^h per item: whose alignment -|score - ref| with the others' mean is at least the other's."""
+    s_metric = -np.abs(pred - ref)
+    s_rater = -np.abs(rater - ref)
+    return (s_metric >= s_rater).astype(np.float64), (s_rater >= s_metric).astype(np.float64)
 
 
 def alt_test(
@@ -130,25 +137,13 @@ def alt_test(
     flat: list[str] = []
     for j in eligible:
         mask = rated[:, j] & (count >= 3) & has_pred
-        ref = (total[mask] - r[mask, j]) / (count[mask] - 1)
-        s_metric = -np.abs(pred[mask] - ref)
-        s_rater = -np.abs(r[mask, j] - ref)
-        w_f = (s_metric >= s_rater).astype(np.float64)
-        w_h = (s_rater >= s_metric).astype(np.float64)
-        diff = (w_h - epsilon) - w_f
-        if float(np.ptp(diff)) == 0.0:
+        w_f, w_h = _indicators(pred[mask], r[mask, j], (total[mask] - r[mask, j]) / (count[mask] - 1))
+        if float(np.ptp((w_h - epsilon) - w_f)) == 0.0:
             flat.append(raters[j])
             continue
         res = sps.ttest_rel(w_h - epsilon, w_f, alternative="less")
         rows.append(
-            (
-                raters[j],
-                int(mask.sum()),
-                float(w_f.mean()),
-                float(w_h.mean()),
-                float(res.statistic),
-                float(res.pvalue),
-            )
+            (raters[j], int(mask.sum()), float(w_f.mean()), float(w_h.mean()), res.statistic, res.pvalue)
         )
     if flat:
         return undefined(
@@ -160,7 +155,7 @@ def alt_test(
         )
     adjusted = sps.false_discovery_control([row[5] for row in rows], method="by")
     tests = tuple(
-        RaterTest(name, n, rho_f, rho_h, t, p, float(q), bool(q < alpha))
+        RaterTest(name, n, rho_f, rho_h, float(t), float(p), float(q), bool(q < alpha))
         for (name, n, rho_f, rho_h, t, p), q in zip(rows, adjusted, strict=True)
     )
     omega = sum(t.rejected for t in tests) / len(tests)
