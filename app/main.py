@@ -37,6 +37,7 @@ from app.routers import (
     scoring,
     studies,
     tasks,
+    trust,
     web,
 )
 from app.security import SecurityHeaders
@@ -189,6 +190,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         deletion,
     ):
         app.include_router(module.router, dependencies=by_method)
+    app.include_router(trust.router, dependencies=by_method)
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
     web.mount_static(app)
