@@ -298,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app import compare_client
 
     compare_client.add_commands(sub, url)
+    from app import trust_client
+
+    trust_client.add_commands(sub, url)
     return parser
 
 

@@ -25,12 +25,14 @@ import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 OK, SERVICE_ERROR, USAGE, UNREACHABLE, JOB_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+NOT_QUALIFIED = 5
 EXIT_CODES = f"""exit codes:
   {OK}    done
   {SERVICE_ERROR}    the service refused the request (its error and every bad field are printed)
   {USAGE}    bad command line: unknown option, missing or unreadable file, unsupported output format
   {UNREACHABLE}    the service cannot be reached at the URL
   {JOB_FAILED}    the job ended failed or cancelled
+  {NOT_QUALIFIED}    ragmeta trust --metric NAME --require USE: that metric's verdict for that use is not yes
   {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
 FIGURE_FORMATS = ("svg", "png", "pdf")
 REPORT_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".txt": "text", ".html": "html"}
@@ -620,8 +622,9 @@ def run(args: argparse.Namespace) -> int:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         with httpx.Client(base_url=url, timeout=600, headers=headers) as c:
-            args.client(c, args)
-        return OK
+            # A command may end with its own exit code (a CI gate that did not pass); None is done.
+            code = args.client(c, args)
+        return code if isinstance(code, int) else OK
     except UsageError as exc:
         print(f"ragmeta: {exc}", file=sys.stderr)
         return USAGE
@@ -648,8 +651,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _dispatch(c: httpx.Client, args: argparse.Namespace) -> int:
     """Run a parsed command on a given HTTP client (tests pass an in-process one)."""
-    args.client(c, args)
-    return OK
+    code = args.client(c, args)
+    return code if isinstance(code, int) else OK
 
 
 def main(argv: list[str] | None = None) -> int:

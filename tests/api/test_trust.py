@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app import client as cli
+from app.cli import build_parser
 from services import stats
 from tests.api.helpers import assert_envelope, create_dataset
 from tests.api.test_outputs import make_run
@@ -110,3 +112,27 @@ def test_bad_epsilon_is_a_422_naming_it(client: TestClient, epsilon: str) -> Non
 
 def test_unknown_run_is_404(client: TestClient) -> None:
     assert_envelope(client.get("/runs/999999/trust"), 404)
+
+
+def _cli(c: TestClient, *argv: str) -> int:
+    return cli._dispatch(c, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
+
+
+def test_cli_gate_exits_5_unless_the_metric_qualifies(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _, _ = rated_study(client, seed=6)
+    assert _cli(client, "trust", str(run), "--metric", "external.follows", "--require", "item") == 0
+    assert "external.follows: held-out MAE" in capsys.readouterr().out
+    assert _cli(client, "trust", str(run), "--metric", "external.noise", "--require", "item") == 5
+    assert "external.noise does not qualify for item: no" in capsys.readouterr().out
+    # Missing evidence fails a gate too.
+    assert _cli(client, "trust", str(run), "--metric", "external.follows", "--require", "gating") == 5
+    assert "does not qualify for gating: not yet" in capsys.readouterr().out
+    assert _cli(client, "trust", str(run), "--format", "md") == 0
+    assert capsys.readouterr().out.startswith("# May a metric replace the raters?")
+    with pytest.raises(cli.UsageError, match="--require needs --metric"):
+        _cli(client, "trust", str(run), "--require", "item")
+    with pytest.raises(cli.UsageError, match=r"no metric 'external\.nope'"):
+        _cli(client, "trust", str(run), "--metric", "external.nope", "--require", "item")
+    assert "5    ragmeta trust" in cli.EXIT_CODES
