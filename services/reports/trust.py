@@ -98,6 +98,8 @@ def _alt(res: stats.AltTestResult) -> AltTestRead:
         ],
         omega=res.omega,
         rho=res.rho,
+        rho_ci_low=None if res.rho_interval is None else res.rho_interval.low,
+        rho_ci_high=None if res.rho_interval is None else res.rho_interval.high,
         replace=res.replace,
         raters_needed=res.raters_needed,
         items_needed=res.items_needed,
@@ -158,10 +160,11 @@ def _metric_trust(
     x = np.array([col.values.get(it.output_id, math.nan) for it in items], dtype=np.float64)
     h = np.array([math.nan if it.human is None else it.human for it in items], dtype=np.float64)
     hib = _higher_is_better(col)
-    cal = stats.calibrate(x, h, [it.question_id for it in items], rubric, higher_is_better=hib, seed=seed)
+    questions = [it.question_id for it in items]
+    cal = stats.calibrate(x, h, questions, rubric, higher_is_better=hib, seed=seed)
     pred = np.full(x.size, np.nan) if cal.calibrated is None else np.array(cal.calibrated)
     if cal.undefined_reason is None:
-        alt = stats.alt_test(pred, ratings, data.ratings.raters, epsilon=epsilon)
+        alt = stats.alt_test(pred, ratings, data.ratings.raters, epsilon=epsilon, questions=questions)
     else:
         alt = stats.AltTestResult(
             epsilon,

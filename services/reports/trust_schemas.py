@@ -67,6 +67,8 @@ class AltTestRead(BaseModel):
     raters: list[RaterTestRead]
     omega: float | None = Field(description="winning rate: share of raters whose null is rejected")
     rho: float | None = Field(description="average advantage probability: mean over raters of rho_metric")
+    rho_ci_low: float | None = Field(default=None, description="jackknife-t by question")
+    rho_ci_high: float | None = None
     replace: bool | None = Field(description="omega >= 0.5")
     raters_needed: int
     items_needed: int = Field(description="items per rater, rated by that rater and 2 others")

@@ -28,10 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
-from services.stats.core import FloatArray, as_vector
+from services.stats.calibration import jackknife_t_interval, question_codes
+from services.stats.core import FloatArray, as_vector, check_confidence
+from services.stats.resampling import JackknifeCI
 
 DEFAULT_EPSILON = 0.2
 DEFAULT_ALPHA = 0.05
@@ -69,6 +71,26 @@ class AltTestResult:
     undefined_reason: str | None = None
     raters_needed: int = MIN_RATERS
     items_needed: int = MIN_SHARED_ITEMS
+    rho_interval: JackknifeCI | None = None
+
+
+def _rho_interval(
+    w_fs: list[FloatArray], masks: list[NDArray[np.bool_]], questions: list[str] | None, confidence: float
+) -> JackknifeCI:
+    """Jackknife-t of rho by question: leave a question out, every rater's mean(W^f) on the rest, averaged."""
+    n = masks[0].size
+    codes, g = question_codes(questions if questions is not None else [str(i) for i in range(n)])
+    sums = np.array([np.bincount(codes[m], weights=w, minlength=g) for w, m in zip(w_fs, masks, strict=True)])
+    counts = np.array([np.bincount(codes[m], minlength=g) for m in masks], dtype=np.float64)
+    present = np.flatnonzero(counts.sum(axis=0) > 0)
+    rest = counts.sum(axis=1, keepdims=True) - counts[:, present]
+    rho = float(np.mean(sums.sum(axis=1) / counts.sum(axis=1)))
+    used = int(np.any(masks, axis=0).sum())
+    if np.any(rest <= 0):
+        reason = "a rater's every item is in one question: nothing left when it is left out"
+        return JackknifeCI(None, None, None, 0, confidence, used, present.size, None, reason, rho)
+    leave_out = np.mean((sums.sum(axis=1, keepdims=True) - sums[:, present]) / rest, axis=0)
+    return jackknife_t_interval(rho, leave_out, used, confidence)[0]
 
 
 def _indicators(pred: FloatArray, rater: FloatArray, ref: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -76,6 +98,15 @@ def _indicators(pred: FloatArray, rater: FloatArray, ref: FloatArray) -> tuple[F
     s_metric = -np.abs(pred - ref)
     s_rater = -np.abs(rater - ref)
     return (s_metric >= s_rater).astype(np.float64), (s_rater >= s_metric).astype(np.float64)
+
+
+def _too_few(raters: list[str], eligible: list[int], per_rater: NDArray[np.int64], min_items: int) -> str:
+    short = [f"{raters[j]} ({int(per_rater[j])})" for j in range(len(raters)) if j not in eligible]
+    missing = f"; items per rater: {', '.join(short)}" if short else ""
+    return (
+        f"needs {MIN_RATERS} raters each with at least {min_items} items rated by them and 2 other "
+        f"raters with a metric value; {len(eligible)} of {len(raters)} raters qualify{missing}"
+    )
 
 
 def alt_test(
@@ -86,6 +117,8 @@ def alt_test(
     epsilon: float = DEFAULT_EPSILON,
     alpha: float = DEFAULT_ALPHA,
     min_items: int = MIN_SHARED_ITEMS,
+    questions: list[str] | None = None,
+    confidence: float = 0.95,
 ) -> AltTestResult:
     """The Alternative Annotator Test of ``metric`` (items, NaN where missing; on the rubric's scale)
     against ``ratings`` (items x raters, NaN where not rated).
@@ -93,6 +126,7 @@ def alt_test(
     Undefined, with the reason naming what is missing, when fewer than 3 raters have ``min_items`` items
     rated by them and 2 others, when the metric is constant on them, or when a rater's paired differences
     have no variance (every item the same outcome, e.g. all ties): the t-test has no standard error there.
+    ``rho_interval`` is a jackknife-t by question (``questions``: one per item; None: each item its own).
     ValueError on mismatched shapes, epsilon outside [0, 1) or alpha outside (0, 1).
     """
     pred = as_vector(metric, "metric")
@@ -103,6 +137,9 @@ def alt_test(
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if questions is not None and len(questions) != pred.size:
+        raise ValueError(f"questions must give one id per item ({pred.size}), got {len(questions)}")
+    check_confidence(confidence)
     rated = np.isfinite(r)
     count = rated.sum(axis=1)
     total = np.where(rated, r, 0.0).sum(axis=1)
@@ -113,31 +150,22 @@ def alt_test(
             epsilon, alpha, n_raters, n_items, (), None, None, None, reason, MIN_RATERS, min_items
         )
 
-    eligible = [
-        j for j in range(len(raters)) if int((rated[:, j] & (count >= 3) & has_pred).sum()) >= min_items
-    ]
+    per_rater = (rated & (count >= 3)[:, None] & has_pred[:, None]).sum(axis=0)
+    eligible = [j for j in range(len(raters)) if int(per_rater[j]) >= min_items]
     items = has_pred & (count >= 3)
     n_items = int(items.sum())
     if len(eligible) < MIN_RATERS:
-        short = [
-            f"{raters[j]} ({int((rated[:, j] & (count >= 3) & has_pred).sum())})"
-            for j in range(len(raters))
-            if j not in eligible
-        ]
-        missing = f"; items per rater: {', '.join(short)}" if short else ""
-        return undefined(
-            f"needs {MIN_RATERS} raters each with at least {min_items} items rated by them and 2 other "
-            f"raters with a metric value; {len(eligible)} of {len(raters)} raters qualify{missing}",
-            len(eligible),
-            n_items,
-        )
+        return undefined(_too_few(raters, eligible, per_rater, min_items), len(eligible), n_items)
     if float(np.ptp(pred[items])) == 0.0:
         return undefined("constant metric: its value is the same on every item", len(eligible), n_items)
     rows: list[tuple[str, int, float, float, float, float]] = []
     flat: list[str] = []
+    w_fs, masks = [], []
     for j in eligible:
         mask = rated[:, j] & (count >= 3) & has_pred
         w_f, w_h = _indicators(pred[mask], r[mask, j], (total[mask] - r[mask, j]) / (count[mask] - 1))
+        w_fs.append(w_f)
+        masks.append(mask)
         if float(np.ptp((w_h - epsilon) - w_f)) == 0.0:
             flat.append(raters[j])
             continue
@@ -172,4 +200,5 @@ def alt_test(
         None,
         MIN_RATERS,
         min_items,
+        _rho_interval(w_fs, masks, questions, confidence),
     )

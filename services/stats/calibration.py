@@ -103,7 +103,7 @@ def _undefined_error(reason: str) -> ErrorFigure:
     return ErrorFigure(None, None, reason)
 
 
-def _jackknife_t(
+def jackknife_t_interval(
     estimate: float, leave_out: FloatArray, n: int, confidence: float
 ) -> tuple[JackknifeCI, str | None]:
     g = leave_out.size
@@ -133,12 +133,12 @@ def _error_figures(
     mae_j = (abs_sum.sum() - abs_sum) / rest
     rmse_j = np.sqrt((sq_sum.sum() - sq_sum) / rest)
     n = int(np.count_nonzero(weights))
-    mae_ci, _ = _jackknife_t(mae, mae_j, n, confidence)
-    rmse_ci, _ = _jackknife_t(rmse, rmse_j, n, confidence)
+    mae_ci, _ = jackknife_t_interval(mae, mae_j, n, confidence)
+    rmse_ci, _ = jackknife_t_interval(rmse, rmse_j, n, confidence)
     return ErrorFigure(mae, mae_ci), ErrorFigure(rmse, rmse_ci)
 
 
-def _codes(questions: list[str]) -> tuple[IntArray, int]:
+def question_codes(questions: list[str]) -> tuple[IntArray, int]:
     index: dict[str, int] = {}
     codes = np.array([index.setdefault(q, len(index)) for q in questions], dtype=np.int64)
     return codes, len(index)
@@ -220,7 +220,7 @@ def calibrate(
     curve = tuple(
         CurvePoint(float(a), float(b)) for a, b in zip(full.X_thresholds_, full.y_thresholds_, strict=True)
     )
-    codes, _ = _codes(kept_q)
+    codes, _ = question_codes(kept_q)
     mae, rmse = _error_figures(held_out - y, np.ones(n), codes, g, confidence)
     calibrated = np.full(x_all.size, np.nan)
     calibrated[keep] = held_out
@@ -258,7 +258,7 @@ def human_baseline(
     filled = np.where(rated, r, 0.0)
     count = rated.sum(axis=1)
     total = filled.sum(axis=1)
-    codes, g = _codes(questions)
+    codes, g = question_codes(questions)
     per_rater: dict[str, float] = {}
     abs_sums, sq_sums, w_sums = [], [], []
     used_items = np.zeros(r.shape[0], dtype=np.bool_)
@@ -304,8 +304,8 @@ def human_baseline(
         )
     mae_j = np.mean((a.sum(axis=1, keepdims=True) - a[:, present]) / rest_w, axis=0)
     rmse_j = np.mean(np.sqrt((s.sum(axis=1, keepdims=True) - s[:, present]) / rest_w), axis=0)
-    mae_ci, _ = _jackknife_t(mae, mae_j, n_items, confidence)
-    rmse_ci, _ = _jackknife_t(rmse, rmse_j, n_items, confidence)
+    mae_ci, _ = jackknife_t_interval(mae, mae_j, n_items, confidence)
+    rmse_ci, _ = jackknife_t_interval(rmse, rmse_j, n_items, confidence)
     return HumanBaseline(
         len(per_rater), n_items, n_q, ErrorFigure(mae, mae_ci), ErrorFigure(rmse, rmse_ci), per_rater
     )

@@ -75,6 +75,8 @@ def test_trust_of_a_run_with_four_raters(client: TestClient) -> None:
         assert got["calibration"]["mae"]["estimate"] == pytest.approx(cal.mae.estimate, abs=1e-12)
         assert got["calibration"]["mae"]["ci_low"] == pytest.approx(cal.mae.interval.low, abs=1e-12)
         assert got["alt_test"]["omega"] == pytest.approx(alt.omega)
+        assert alt.rho_interval is not None
+        assert got["alt_test"]["rho_ci_low"] == pytest.approx(alt.rho_interval.low, abs=1e-12)
         assert [t["p_adjusted"] for t in got["alt_test"]["raters"]] == pytest.approx(
             [t.p_adjusted for t in alt.raters], abs=1e-12
         )

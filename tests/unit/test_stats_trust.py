@@ -202,3 +202,32 @@ def test_alt_test_undefined_cases() -> None:
     assert ties.omega is None and ties.undefined_reason is not None and "no variance" in ties.undefined_reason
     with pytest.raises(ValueError, match="epsilon"):
         stats.alt_test(metric, ratings, ["a", "b", "c"], epsilon=1.5)
+
+
+def test_rho_interval_is_a_jackknife_t_by_question() -> None:
+    metric, ratings, _ = _study(n=50, raters=3, seed=9)
+    ratings[4, 0] = np.nan  # rater a misses one item: its mean runs over 49
+    questions = [f"q{i // 2}" for i in range(50)]  # two outputs per question
+    res = stats.alt_test(1 + 4 * metric, ratings, ["a", "b", "c"], questions=questions)
+    assert res.rho_interval is not None and res.rho is not None
+
+    def rho_without(q: str | None) -> float:
+        means = []
+        for j in range(3):
+            wf = []
+            for i in range(50):
+                row = ratings[i]
+                if questions[i] == q or np.isnan(row[j]) or np.sum(~np.isnan(row)) < 3:
+                    continue
+                ref = np.nanmean(np.delete(row, j))
+                wf.append(abs(1 + 4 * metric[i] - ref) <= abs(row[j] - ref))
+            means.append(np.mean(wf))
+        return float(np.mean(means))
+
+    assert res.rho == pytest.approx(rho_without(None), abs=1e-12)
+    loo = np.array([rho_without(f"q{g}") for g in range(25)])
+    se = math.sqrt(24 / 25 * np.sum((loo - loo.mean()) ** 2))
+    t = sps.t.ppf(0.975, 24)
+    assert res.rho_interval.low == pytest.approx(res.rho - t * se, abs=1e-12)
+    assert res.rho_interval.high == pytest.approx(res.rho + t * se, abs=1e-12)
+    assert res.rho_interval.df == 24
