@@ -47,8 +47,16 @@ def test_calibration_equals_isotonic_fit_on_the_same_folds() -> None:
     err = expected - human
     assert res.mae.estimate == pytest.approx(np.mean(np.abs(err)), abs=1e-12)
     assert res.rmse.estimate == pytest.approx(math.sqrt(np.mean(err**2)), abs=1e-12)
-    # Jackknife-t by question, written out: leave one item (each its own question) out.
-    loo = np.array([np.mean(np.abs(np.delete(err, i))) for i in range(err.size)])
+    # Jackknife-t by question, written out: leave one item (each its own question) out and cross-fit the
+    # rest again on the same folds.
+    loo = np.empty(err.size)
+    for i in range(err.size):
+        m, h, fo = np.delete(metric, i), np.delete(human, i), np.delete(fold, i)
+        pred = np.empty(m.size)
+        for f in range(5):
+            iso = IsotonicRegression(y_min=1, y_max=5, increasing=True, out_of_bounds="clip")
+            pred[fo == f] = iso.fit(m[fo != f], h[fo != f]).predict(m[fo == f])
+        loo[i] = np.mean(np.abs(pred - h))
     se = math.sqrt((err.size - 1) / err.size * np.sum((loo - loo.mean()) ** 2))
     t = sps.t.ppf(0.975, err.size - 1)
     assert res.mae.interval is not None
@@ -73,6 +81,10 @@ def test_lower_is_better_metric_is_fitted_decreasing_and_repeated_questions_shar
         expected[fold == f] = iso.fit(metric2[fold != f], human[fold != f]).predict(metric2[fold == f])
     np.testing.assert_allclose(res.calibrated, expected, atol=1e-12)
     assert res.n_questions == len(questions)
+    # Above the refit cap the maps are held fixed while a question is left out.
+    res = stats.calibrate(
+        metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=0, refit_max_questions=10
+    )
     err = np.abs(expected - human)
     loo = np.array([np.mean(err[np.array(qs) != q]) for q in questions])
     se = math.sqrt((loo.size - 1) / loo.size * np.sum((loo - loo.mean()) ** 2))
