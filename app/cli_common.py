@@ -16,12 +16,14 @@ import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 OK, SERVICE_ERROR, USAGE, UNREACHABLE, JOB_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
+NOT_QUALIFIED = 5
 EXIT_CODES = f"""exit codes:
   {OK}    done
   {SERVICE_ERROR}    the service refused the request (its error and every bad field are printed)
   {USAGE}    bad command line: unknown option, missing or unreadable file, unsupported output format
   {UNREACHABLE}    the service cannot be reached at the URL
   {JOB_FAILED}    the job ended failed or cancelled
+  {NOT_QUALIFIED}    ragmeta trust --metric NAME --require USE: that metric's verdict for that use is not yes
   {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
 
 

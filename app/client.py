@@ -562,8 +562,9 @@ def run(args: argparse.Namespace) -> int:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         with httpx.Client(base_url=url, timeout=600, headers=headers) as c:
-            args.client(c, args)
-        return OK
+            # A command may end with its own exit code (a CI gate that did not pass); None is done.
+            code = args.client(c, args)
+        return code if isinstance(code, int) else OK
     except UsageError as exc:
         print(f"ragmeta: {exc}", file=sys.stderr)
         return USAGE
@@ -590,5 +591,5 @@ def run(args: argparse.Namespace) -> int:
 
 def _dispatch(c: httpx.Client, args: argparse.Namespace) -> int:
     """Run a parsed command on a given HTTP client (tests pass an in-process one)."""
-    args.client(c, args)
-    return OK
+    code = args.client(c, args)
+    return code if isinstance(code, int) else OK

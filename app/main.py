@@ -40,6 +40,7 @@ from app.routers import (
     stability,
     studies,
     tasks,
+    trust,
     web,
 )
 from app.security import SecurityHeaders
@@ -196,6 +197,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(module.router, dependencies=by_method)
     app.include_router(stability.router, dependencies=by_method)
+    app.include_router(trust.router, dependencies=by_method)
     for module in (home, health, accounts, ratings, tasks, web):
         app.include_router(module.router)
     web.mount_static(app)

@@ -16,6 +16,8 @@ One module per topic, each name below importable from the package:
 - ``ppi``: the plain prediction-powered mean;
 - ``stability``: a judge's test-retest over repeated askings, the agreement corrected for both sides'
   noise;
+- ``calibration``: cross-fitted isotonic calibration onto the rubric, held-out MAE/RMSE, the human baseline;
+- ``alttest``: the Alternative Annotator Test (may a metric replace a rater?);
 - ``resampling``, ``corr_kernels``, ``ranks``, ``core``: the bootstrap and jackknife engine, the resample
   kernels, tie groups and ranks, and the input checks they share.
 
@@ -23,6 +25,21 @@ Importing the package stays cheap: the heavy libraries load inside the functions
 ``warm_up()`` loads them ahead of time.
 """
 
+from services.stats.alttest import (
+    DEFAULT_EPSILON,
+    AltTestResult,
+    RaterTest,
+    alt_test,
+)
+from services.stats.calibration import (
+    CalibrationResult,
+    CurvePoint,
+    ErrorFigure,
+    HumanBaseline,
+    calibrate,
+    human_baseline,
+    question_folds,
+)
 from services.stats.comparisons import (
     DependentComparison,
     DifferenceTest,
@@ -117,6 +134,7 @@ from services.stats.systems import (
 
 __all__ = [
     "CONSTANT_RTOL",
+    "DEFAULT_EPSILON",
     "DISATTENUATION_RULE",
     "HELD_OUT_FIGURES",
     "NEAR_CONSTANT_MIN_OFF_MODE",
@@ -124,14 +142,19 @@ __all__ = [
     "AgreementResult",
     "AlphaLevel",
     "AlphaResult",
+    "AltTestResult",
     "BootstrapCI",
     "BootstrapKind",
+    "CalibrationResult",
     "CiChoice",
     "CorrMethod",
     "CorrectedAgreement",
     "CorrelationResult",
+    "CurvePoint",
     "DependentComparison",
     "DifferenceTest",
+    "ErrorFigure",
+    "HumanBaseline",
     "IccResult",
     "Interval",
     "JackknifeCI",
@@ -139,15 +162,18 @@ __all__ = [
     "PpiResult",
     "PreferenceResult",
     "RaterPair",
+    "RaterTest",
     "RetestResult",
     "SystemLevelResult",
     "adjust_p_values",
     "agreement",
+    "alt_test",
     "bootstrap_ci",
     "bootstrap_ci_many",
     "bootstrap_difference_ci",
     "bootstrap_differences_many",
     "bootstrap_p_value",
+    "calibrate",
     "compare_correlations",
     "complete_pairs",
     "corrected_agreement",
@@ -159,6 +185,7 @@ __all__ = [
     "expanded_confidence",
     "fisher_ci",
     "fisher_ci_width",
+    "human_baseline",
     "jackknife_ci_many",
     "jackknife_differences_many",
     "kendall",
@@ -173,6 +200,7 @@ __all__ = [
     "pearson",
     "ppi_mean",
     "preference_agreement",
+    "question_folds",
     "rank_difference",
     "retest",
     "spearman",

@@ -46,6 +46,8 @@ POLICY: dict[str, set[str]] = {
     "agreement": READ,
     "run_report": READ,
     "pooled_report": READ,
+    "run_trust": READ,
+    "pooled_trust": READ,
     "report_svg": READ,
     "report_png": READ,
     "report_html": READ,

@@ -1,0 +1,140 @@
+"""GET /runs/{id}/trust and /trust?runs=: a study of 40 questions rated by 4 raters, one metric that follows
+the raters' consensus and one that is noise, and the same figures recomputed from the stats package."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app import client as cli
+from app.cli import build_parser
+from services import stats
+from tests.api.helpers import assert_envelope, create_dataset
+from tests.api.test_outputs import make_run
+
+RATERS = ["ann", "bob", "cyd", "dan"]
+N = 40
+
+
+def _study(rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    latent = rng.normal(size=N)
+    ratings = np.clip(np.round(3 + 1.2 * latent[:, None] + rng.normal(0, 0.7, (N, len(RATERS)))), 1, 5)
+    consensus = ratings.mean(axis=1)
+    metrics = {
+        # Follows the raters' mean on a 0-1 scale: once calibrated it is as close as a rater, or closer.
+        "external.follows": (consensus - 1) / 4,
+        "external.noise": rng.uniform(size=N),
+    }
+    return ratings, metrics
+
+
+def rated_study(
+    client: TestClient, raters: list[str] = RATERS, seed: int = 3
+) -> tuple[int, np.ndarray, dict[str, Any]]:
+    ds = create_dataset(client, f"trust-{seed}-{len(raters)}")
+    questions = [{"external_id": f"q{i:02d}", "question": f"Question {i}?"} for i in range(N)]
+    assert client.post(f"/datasets/{ds}/questions", json=questions).status_code == 200
+    run = make_run(client, ds)
+    outputs = [{"question_id": f"q{i:02d}", "answer": f"answer {i}", "retrieved": []} for i in range(N)]
+    assert client.post(f"/runs/{run}/outputs", json=outputs).status_code == 200
+    assert client.post("/raters", json=[{"name": r} for r in raters]).status_code == 200
+    ratings, metrics = _study(np.random.default_rng(seed))
+    ratings = ratings[:, : len(raters)]
+    rows = [
+        {"question_id": f"q{i:02d}", "rater": r, "score": int(ratings[i, j])}
+        for i in range(N)
+        for j, r in enumerate(raters)
+    ]
+    assert client.post(f"/runs/{run}/ratings", json=rows).status_code == 200, rows[:2]
+    scores = [
+        {"question_id": f"q{i:02d}", "metric": name, "value": float(values[i])}
+        for name, values in metrics.items()
+        for i in range(N)
+    ]
+    assert client.post(f"/runs/{run}/scores", json=scores).status_code == 200
+    return run, ratings, metrics
+
+
+def test_trust_of_a_run_with_four_raters(client: TestClient) -> None:
+    run, ratings, metrics = rated_study(client)
+    r = client.get(f"/runs/{run}/trust")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["raters"] == RATERS and body["epsilon"] == 0.2
+    assert (body["rubric_min"], body["rubric_max"]) == (1, 5)
+    by = {m["metric"]: m for m in body["metrics"]}
+    questions = [f"q{i:02d}" for i in range(N)]
+    human = ratings.mean(axis=1)
+    for name, values in metrics.items():
+        cal = stats.calibrate(values, human, questions, (1, 5))
+        alt = stats.alt_test(np.array(cal.calibrated), ratings, RATERS)
+        got = by[name]
+        assert got["calibration"]["mae"]["estimate"] == pytest.approx(cal.mae.estimate, abs=1e-12)
+        assert got["calibration"]["mae"]["ci_low"] == pytest.approx(cal.mae.interval.low, abs=1e-12)
+        assert got["alt_test"]["omega"] == pytest.approx(alt.omega)
+        assert alt.rho_interval is not None
+        assert got["alt_test"]["rho_ci_low"] == pytest.approx(alt.rho_interval.low, abs=1e-12)
+        assert [t["p_adjusted"] for t in got["alt_test"]["raters"]] == pytest.approx(
+            [t.p_adjusted for t in alt.raters], abs=1e-12
+        )
+    item = {m: {v["use"]: v for v in by[m]["verdicts"]}["item"] for m in by}
+    assert item["external.follows"]["verdict"] == "yes", item
+    assert item["external.noise"]["verdict"] == "no", item
+    assert "Alternative Annotator Test" in item["external.noise"]["rule"]
+    gating = {v["use"]: v for v in by["external.noise"]["verdicts"]}["gating"]
+    assert gating["verdict"] == "not yet" and gating["reason"]
+    hb = stats.human_baseline(ratings, questions, RATERS)
+    assert body["human_baseline"]["mae"]["estimate"] == pytest.approx(hb.mae.estimate, abs=1e-12)
+    md = client.get(f"/runs/{run}/trust", params={"format": "md"})
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    assert "- external.follows, item: **yes**" in md.text
+    pooled = client.get("/trust", params={"runs": str(run), "epsilon": 0.1})
+    assert pooled.status_code == 200 and pooled.json()["epsilon"] == 0.1
+
+
+def test_two_raters_say_what_is_missing(client: TestClient) -> None:
+    run, _, _ = rated_study(client, RATERS[:2], seed=4)
+    body = client.get(f"/runs/{run}/trust").json()
+    for m in body["metrics"]:
+        item = {v["use"]: v for v in m["verdicts"]}["item"]
+        assert item["verdict"] == "not yet"
+        assert "needs 3 raters" in item["reason"] and "0 of 2 raters qualify" in item["reason"]
+    assert body["human_baseline"]["mae"]["estimate"] is not None
+
+
+@pytest.mark.parametrize("epsilon", ["1", "-0.1", "nan", "x"])
+def test_bad_epsilon_is_a_422_naming_it(client: TestClient, epsilon: str) -> None:
+    run, _, _ = rated_study(client, seed=5)
+    body = assert_envelope(client.get(f"/runs/{run}/trust", params={"epsilon": epsilon}), 422)
+    assert "epsilon" in str(body["items"])
+
+
+def test_unknown_run_is_404(client: TestClient) -> None:
+    assert_envelope(client.get("/runs/999999/trust"), 404)
+
+
+def _cli(c: TestClient, *argv: str) -> int:
+    return cli._dispatch(c, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
+
+
+def test_cli_gate_exits_5_unless_the_metric_qualifies(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, _, _ = rated_study(client, seed=6)
+    assert _cli(client, "trust", str(run), "--metric", "external.follows", "--require", "item") == 0
+    assert "external.follows: held-out MAE" in capsys.readouterr().out
+    assert _cli(client, "trust", str(run), "--metric", "external.noise", "--require", "item") == 5
+    assert "external.noise does not qualify for item: no" in capsys.readouterr().out
+    # Missing evidence fails a gate too.
+    assert _cli(client, "trust", str(run), "--metric", "external.follows", "--require", "gating") == 5
+    assert "does not qualify for gating: not yet" in capsys.readouterr().out
+    assert _cli(client, "trust", str(run), "--format", "md") == 0
+    assert capsys.readouterr().out.startswith("# May a metric replace the raters?")
+    with pytest.raises(cli.UsageError, match="--require needs --metric"):
+        _cli(client, "trust", str(run), "--require", "item")
+    with pytest.raises(cli.UsageError, match=r"no metric 'external\.nope'"):
+        _cli(client, "trust", str(run), "--metric", "external.nope", "--require", "item")
+    assert "5    ragmeta trust" in cli.EXIT_CODES
