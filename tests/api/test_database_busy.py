@@ -45,7 +45,8 @@ def raising(settings: Settings) -> Iterator[TestClient]:
     app = create_app(settings)
     for name, exc in RAISED.items():
         app.add_api_route(f"/raise/{name}", _raiser(exc), methods=["PUT"])
-    with TestClient(app, raise_server_exceptions=False) as c:
+    # Open mode answers loopback Host names only (DNS rebinding): the client names 127.0.0.1.
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         yield c
 
 
