@@ -3,6 +3,8 @@ verdict per metric and per use, as JSON or Markdown."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -28,14 +30,16 @@ EpsilonQuery = Annotated[
         "may trail a rater and still replace one; 0.2 is the paper's guidance for skilled raters",
     ),
 ]
-_FORMATS: dict[int | str, dict[str, Any]] = {
-    200: {
-        "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/TrustRead"}},
-            "text/markdown": {},
+_FORMATS: Mapping[int | str, dict[str, Any]] = MappingProxyType(
+    {
+        200: {
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/TrustRead"}},
+                "text/markdown": {},
+            }
         }
     }
-}
+)
 
 
 def _encode(result: TrustRead, fmt: str) -> Response:

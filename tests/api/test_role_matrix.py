@@ -47,6 +47,7 @@ POLICY: dict[str, set[str]] = {
     "run_report": READ,
     "pooled_report": READ,
     "run_trust": READ,
+    "run_stability": READ,
     "pooled_trust": READ,
     "report_svg": READ,
     "report_png": READ,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app import cli_common
 from app import client as cli
 from app.cli import build_parser
 from services import stats
@@ -137,4 +138,4 @@ def test_cli_gate_exits_5_unless_the_metric_qualifies(
         _cli(client, "trust", str(run), "--require", "item")
     with pytest.raises(cli.UsageError, match=r"no metric 'external\.nope'"):
         _cli(client, "trust", str(run), "--metric", "external.nope", "--require", "item")
-    assert "5    ragmeta trust" in cli.EXIT_CODES
+    assert "5    ragmeta trust" in cli_common.EXIT_CODES

@@ -195,5 +195,6 @@ def test_repository_queries(db: Session) -> None:
     ]
     assert repo.report_values([r], {}) == []
     assert set(repo.ids_of([q1], ["external.m", "external.n"])) == {
-        (q1, "external.m", EXTERNAL_CONFIG), (q1, "external.n", EXTERNAL_CONFIG)
-    }  # fmt: skip
+        (q1, "external.m", EXTERNAL_CONFIG, 0),
+        (q1, "external.n", EXTERNAL_CONFIG, 0),
+    }  # fmt: skip  (the last key is the repeat: 0 for a score asked once)
