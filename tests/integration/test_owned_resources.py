@@ -102,10 +102,10 @@ def test_the_generator_shares_the_upstream_bound_and_closes_with_its_owner(setti
     together (the openai client the generator used before had no bound: all six did)."""
     fake = FakeLLM().start()
     resources = Resources.open(settings)
+    clients = LLMClients(resources.scoring, max_concurrency=2)
     try:
         fake.gate = threading.Event()
         endpoint = LLMEndpoint(base_url=fake.base_url, model="fake-model", timeout_s=30.0, retries=0)
-        clients = LLMClients(resources.scoring, max_concurrency=2)
         client = clients.get(endpoint)
         assert clients.get(endpoint) is client
         answers: list[str] = []
@@ -126,6 +126,7 @@ def test_the_generator_shares_the_upstream_bound_and_closes_with_its_owner(setti
             t.join(30)
         assert len(answers) == 6 and fake.max_in_flight == 2
     finally:
+        clients.close()  # its own clients: the resources close only theirs (resources.llm)
         resources.close()
         fake.stop()
     assert resources.closed and resources.scoring.closed
