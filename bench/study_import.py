@@ -194,12 +194,15 @@ def native(url: str, files: tuple[bytes, bytes, bytes]) -> dict[str, float]:
 
 def study(url: str, corpus: bytes, ragas: bytes) -> tuple[dict[str, float], Any]:
     from services.db import run_transaction
-    from services.studies import service
+    from services.studies import plan as study_plan
+    from services.studies import service, writer
     from services.studies.schemas import StudyOptions
 
     engine, factory = fresh(url)
     options = StudyOptions(dataset="bench", language="en", run="r")
-    files = service.StudyFiles(study=ragas, study_name="ragas.csv", corpus=corpus, corpus_name="corpus.jsonl")
+    files = study_plan.StudyFiles(
+        study=ragas, study_name="ragas.csv", corpus=corpus, corpus_name="corpus.jsonl"
+    )
     times = {}
     t0 = time.perf_counter()
     snap = run_transaction(factory, service.snapshot, options)
@@ -208,7 +211,7 @@ def study(url: str, corpus: bytes, ragas: bytes) -> tuple[dict[str, float], Any]
     plan = service.plan(snap, files, options, MAX_BYTES)
     times["plan (parse, locate)"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    answer = run_transaction(factory, service.write, plan)
+    answer = run_transaction(factory, writer.write, plan)
     times["write"] = time.perf_counter() - t1
     times["total"] = time.perf_counter() - t0
     engine.dispose()

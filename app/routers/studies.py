@@ -17,7 +17,8 @@ from app.resources import get_resources
 from app.uploads import check_form_text, too_large, upload_body
 from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
-from services.studies import service
+from services.studies import plan as study_plan
+from services.studies import service, writer
 from services.studies.schemas import StudyFormat, StudyImportRead, StudyOptions
 from services.types import MAX_ID
 from services.validation import loc_to_field
@@ -162,7 +163,7 @@ async def import_study(
             [ItemError(None, loc_to_field(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)],
         ) from exc
     studies = [(await _read(f, "file", limit) or b"", f.filename) for f in file]
-    files = service.StudyFiles(
+    files = study_plan.StudyFiles(
         study=studies[0][0],
         study_name=studies[0][1],
         more=studies[1:],
@@ -182,8 +183,8 @@ async def import_study(
             service.plan, snap, files, options, limit, limiter=state.import_limiter
         )
         try:
-            return await run_in_session(request, service.write, plan)
-        except service.StaleSnapshot:
+            return await run_in_session(request, writer.write, plan)
+        except study_plan.StaleSnapshot:
             if attempt == ATTEMPTS:
                 raise
     raise AssertionError("unreachable")

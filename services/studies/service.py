@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
@@ -30,84 +29,43 @@ from services.corpus import Corpus, Match, word_changes
 from services.csvread import to_float
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
 from services.ingest import Batch, Row
-from services.models import (
-    Dataset,
-    Document,
-    MetricScore,
-    Output,
-    Passage,
-    Question,
-    Rater,
-    RetrievedChunk,
-    Run,
-    utcnow,
-)
 from services.ratings.join import Target, map_columns
 from services.ratings.join import resolve as join_ratings
 from services.ratings.repository import RatingRepository
 from services.ratings.schemas import DEFAULT_RUBRIC_NAME, RatingIn
-from services.ratings.service import ensure_default_rubric
 from services.scores.external import (
-    ExternalMetric,
     detect_library,
     directions,
     metric_columns,
     resolve,
-    score_row,
 )
 from services.studies.files import CorpusDoc, read_corpus, read_passages
 from services.studies.formats import Context, ParsedStudy, StudyRow, parse_study, read_table
-from services.studies.repository import StoredDocument, StoredPassage, StoredQuestion, StudyRepository
+from services.studies.plan import (
+    DocPlan,
+    OutputPlan,
+    Plan,
+    QuestionPlan,
+    RatingPlan,
+    RatingsPlan,
+    RunPlan,
+    Snapshot,
+    SpanPlan,
+    StudyFiles,
+)
+from services.studies.repository import StoredQuestion, StudyRepository
 from services.studies.schemas import (
-    CorpusInfo,
     Counts,
-    DatasetRef,
     FileInfo,
     Located,
     LocatedPassage,
     QuestionCounts,
-    RatingsInfo,
-    RunImportRead,
-    RunRef,
-    ScoresInfo,
-    StudyImportRead,
     StudyOptions,
     WordChange,
 )
 from services.validation import invalid_rows, validate_rows
 
 DERIVED = "contexts"
-
-
-class StaleSnapshot(Conflict):
-    """The dataset changed between the snapshot and the write: plan again."""
-
-
-@dataclass
-class StudyFiles:
-    study: bytes
-    study_name: str | None = None
-    corpus: bytes | None = None
-    corpus_name: str | None = None
-    passages: bytes | None = None
-    passages_name: str | None = None
-    # Further study files: one run each, over the same questions.
-    more: list[tuple[bytes, str | None]] = field(default_factory=list)
-    # Ratings of the runs' outputs (services.ratings.join says how rows find their output).
-    ratings: list[tuple[bytes, str | None]] = field(default_factory=list)
-
-
-@dataclass
-class Snapshot:
-    dataset_id: int | None
-    dataset_name: str
-    language: str
-    stamp: tuple[Any, ...] | None
-    documents: list[StoredDocument]
-    questions: list[StoredQuestion]
-    passages: list[StoredPassage]
-    raters: set[str] = field(default_factory=set)
-    rubrics: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (min, max)
 
 
 def snapshot(session: Session, options: StudyOptions) -> Snapshot:
@@ -126,7 +84,7 @@ def snapshot(session: Session, options: StudyOptions) -> Snapshot:
         if ds is None:
             return Snapshot(None, options.dataset, options.language, None, [], [], [], raters, rubrics)
     if options.run is not None:
-        _check_run_name(repo, ds.id, options.run)
+        check_run_name(repo, ds.id, options.run)
     return Snapshot(
         ds.id,
         ds.name,
@@ -140,102 +98,13 @@ def snapshot(session: Session, options: StudyOptions) -> Snapshot:
     )
 
 
-def _check_run_name(repo: StudyRepository, dataset_id: int, name: str) -> None:
+def check_run_name(repo: StudyRepository, dataset_id: int, name: str) -> None:
     run = repo.run_by_name(dataset_id, name)
     if run is not None:
         raise Conflict(
             f"dataset {dataset_id} already has a run named {name!r} (id {run.id}); choose another run name",
             [ItemError(None, "run", f"already taken by run {run.id}")],
         )
-
-
-@dataclass
-class DocPlan:
-    external_id: str
-    title: str | None
-    text: str
-    meta: dict[str, Any]
-    stored_id: int | None
-    action: str  # create | update | keep
-
-
-@dataclass
-class SpanPlan:
-    doc: int | None  # index into Plan.documents
-    start: int | None
-    end: int | None
-    how: str
-    score: float | None
-    text: str = ""
-
-
-@dataclass
-class QuestionPlan:
-    external_id: str
-    question: str
-    reference_answer: str | None
-    answerable: bool
-    types: list[str]
-    meta: dict[str, Any]
-    passages: list[SpanPlan] | None  # None: keep the stored ones
-    stored_id: int | None
-    action: str
-
-
-@dataclass
-class OutputPlan:
-    question: int  # index into Plan.questions
-    answer: str
-    chunks: list[SpanPlan]
-    scores: dict[str, float | None]
-
-
-@dataclass
-class RunPlan:
-    name: str
-    format: str
-    file: FileInfo
-    outputs: list[OutputPlan]
-    metrics: list[ExternalMetric]
-    library: str
-    not_imported: list[str]
-
-
-@dataclass
-class RatingPlan:
-    run: int  # index into Plan.runs
-    output: int  # index into the run's outputs
-    rater: str
-    rubric: str
-    score: int
-    comment: str | None
-
-
-@dataclass
-class RatingsPlan:
-    files: int
-    received: int
-    ratings: list[RatingPlan]
-    raters: list[str]  # every rater the files name
-    notes: list[str]
-
-
-@dataclass
-class Plan:
-    snapshot: Snapshot
-    options: StudyOptions
-    runs: list[RunPlan]
-    files: list[FileInfo]
-    formats: list[str]
-    corpus_source: str
-    corpus_name: str | None
-    documents: list[DocPlan]
-    questions: list[QuestionPlan]
-    ratings: RatingsPlan | None
-    document_counts: Counts
-    located: list[LocatedPassage] = field(default_factory=list)
-    passage_notes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def _question_key(text: str) -> str:
@@ -399,7 +268,7 @@ def _word_change_text(lp: LocatedPassage, question: str | None = None) -> str:
     )
 
 
-def _count(spans: Sequence[SpanPlan]) -> Located:
+def count_located(spans: Sequence[SpanPlan]) -> Located:
     c = Counter(s.how for s in spans)
     fuzzy = [s.score for s in spans if s.how == "fuzzy" and s.score is not None]
     return Located(
@@ -923,274 +792,3 @@ def _run_plan(
         library=library,
         not_imported=not_imported,
     )
-
-
-def write(session: Session, p: Plan) -> StudyImportRead:
-    """Write a plan in the current transaction (StaleSnapshot when the dataset changed since the snapshot)."""
-    repo = StudyRepository(session)
-    snap = p.snapshot
-    now = utcnow()
-    if snap.dataset_id is not None:
-        ds = repo.lock_dataset(snap.dataset_id)
-        if ds is None or repo.stamp(snap.dataset_id) != snap.stamp:
-            raise StaleSnapshot(
-                f"dataset {snap.dataset_id} changed while this import was prepared; nothing was written",
-                [ItemError(None, "dataset", "changed concurrently")],
-            )
-        dataset_id, created_ds = snap.dataset_id, False
-    else:
-        taken = repo.dataset_by_name(snap.dataset_name)
-        if taken is not None:
-            raise StaleSnapshot(
-                f"a dataset named {snap.dataset_name!r} was created meanwhile (id {taken.id}); "
-                "nothing was written",
-                [ItemError(None, "dataset", f"now taken by dataset {taken.id}")],
-            )
-        [dataset_id] = repo.insert_rows(
-            Dataset,
-            [{"name": snap.dataset_name, "language": snap.language, "description": None, "chunking": {}}],
-            with_ids=True,
-        )
-        created_ds = True
-
-    # Documents.
-    new_docs = [d for d in p.documents if d.action == "create"]
-    new_ids = repo.insert_rows(
-        Document,
-        [
-            {
-                "dataset_id": dataset_id,
-                "external_id": d.external_id,
-                "title": d.title,
-                "text": d.text,
-                "meta": d.meta,
-            }
-            for d in new_docs
-        ],
-        with_ids=True,
-    )
-    for d, i in zip(new_docs, new_ids, strict=True):
-        d.stored_id = i
-    repo.update_documents(
-        [
-            {"id": d.stored_id, "title": d.title, "text": d.text, "meta": d.meta, "updated_at": now}
-            for d in p.documents
-            if d.action == "update"
-        ]
-    )
-
-    # Questions and passages.
-    new_qs = [q for q in p.questions if q.action == "create"]
-    q_ids = repo.insert_rows(
-        Question,
-        [
-            {
-                "dataset_id": dataset_id,
-                "external_id": q.external_id,
-                "question": q.question,
-                "reference_answer": q.reference_answer,
-                "answerable": q.answerable,
-                "types": q.types,
-                "meta": q.meta,
-            }
-            for q in new_qs
-        ],
-        with_ids=True,
-    )
-    for q, i in zip(new_qs, q_ids, strict=True):
-        q.stored_id = i
-    changed = [q for q in p.questions if q.action == "update"]
-    repo.update_questions(
-        [
-            {
-                "id": q.stored_id,
-                "question": q.question,
-                "reference_answer": q.reference_answer,
-                "answerable": q.answerable,
-                "types": q.types,
-                "updated_at": now,
-            }
-            for q in changed
-        ]
-    )
-    replaced = [q for q in p.questions if q.passages is not None and q.action != "keep"]
-    repo.delete_passages([q.stored_id for q in replaced if q.action == "update" and q.stored_id is not None])
-    passage_rows = []
-    for q in replaced:
-        assert q.passages is not None
-        for pos, s in enumerate(q.passages):
-            assert s.doc is not None
-            passage_rows.append(
-                {
-                    "question_id": q.stored_id,
-                    "document_id": p.documents[s.doc].stored_id,
-                    "position": pos,
-                    "start": s.start,
-                    "end": s.end,
-                    "location": s.how,
-                    "match_score": s.score,
-                }
-            )
-    repo.insert_rows(Passage, passage_rows)
-
-    # The runs, their outputs, chunks and scores.
-    run_reads: list[RunImportRead] = []
-    output_ids: list[list[int]] = []
-    # The notes about the dataset's passages are the report's to repeat; the others are about this upload.
-    notes = [n for n in p.notes if n.startswith(("no corpus", "RAGChecker"))] + p.passage_notes
-    for run in p.runs:
-        _check_run_name(repo, dataset_id, run.name)
-        k = max((len(o.chunks) for o in run.outputs), default=0)
-        [run_id] = repo.insert_rows(
-            Run,
-            [
-                {
-                    "dataset_id": dataset_id,
-                    "name": run.name,
-                    "system": {
-                        "retriever": "external",
-                        "generator": "external",
-                        "k": k or None,
-                        "format": run.format,
-                    },
-                    "meta": {
-                        "import": {"format": run.format, "file": run.file.name, "rows": run.file.rows},
-                        "notes": notes,
-                    },
-                }
-            ],
-            with_ids=True,
-        )
-        out_ids = repo.insert_rows(
-            Output,
-            [
-                {
-                    "run_id": run_id,
-                    "question_id": p.questions[o.question].stored_id,
-                    "answer": o.answer,
-                    "generator": {"kind": "external", "format": run.format},
-                    "latency_ms": None,
-                    "error": None,
-                }
-                for o in run.outputs
-            ],
-            with_ids=True,
-        )
-        output_ids.append(out_ids)
-        chunk_rows = []
-        score_rows = []
-        for o, oid in zip(run.outputs, out_ids, strict=True):
-            for rank, c in enumerate(o.chunks, start=1):
-                chunk_rows.append(
-                    {
-                        "output_id": oid,
-                        "rank": rank,
-                        "document_id": p.documents[c.doc].stored_id if c.doc is not None else None,
-                        "start": c.start,
-                        "end": c.end,
-                        "text": c.text,
-                        "score": None,
-                        "location": c.how,
-                        "match_score": c.score,
-                    }
-                )
-            for m in run.metrics:
-                score_rows.append(score_row(m, run.library, oid, o.scores.get(m.name)))
-        repo.insert_rows(RetrievedChunk, chunk_rows)
-        repo.insert_rows(MetricScore, score_rows)
-        run_reads.append(
-            RunImportRead(
-                id=run_id,
-                name=run.name,
-                format=run.format,
-                file=run.file,
-                outputs=len(run.outputs),
-                chunks=_count([c for o in run.outputs for c in o.chunks]),
-                scores=ScoresInfo(
-                    metrics=[m.name for m in run.metrics],
-                    created=len(score_rows),
-                    not_imported=run.not_imported,
-                ),
-            )
-        )
-    ratings_read = _write_ratings(session, p, run_reads, output_ids)
-    repo.flush()
-
-    passages = [s for q in p.questions if q.passages for s in q.passages]
-    first = run_reads[0] if run_reads else None
-    return StudyImportRead(
-        dataset=DatasetRef(id=dataset_id, name=snap.dataset_name, created=created_ds),
-        run=RunRef(id=first.id, name=first.name) if first else None,
-        runs=run_reads,
-        format=p.formats[0],
-        file=p.files[0],
-        corpus=CorpusInfo(source=p.corpus_source, name=p.corpus_name, documents=p.document_counts),
-        questions=QuestionCounts(
-            received=len(p.questions),
-            created=len(new_qs),
-            updated=len(changed),
-            unchanged=sum(q.action == "keep" for q in p.questions),
-            with_reference_answer=sum(q.reference_answer is not None for q in p.questions),
-            with_gold_passages=sum(bool(q.passages) for q in p.questions),
-        ),
-        passages=_count(passages),
-        located_passages=p.located,
-        outputs=first.outputs if first else 0,
-        chunks=first.chunks if first else _count([]),
-        scores=first.scores if first else ScoresInfo(),
-        ratings=ratings_read,
-        fuzzy_threshold=p.options.fuzzy_threshold,
-        fuzzy_word_changes=p.options.fuzzy_word_changes,
-        notes=p.notes + p.passage_notes + (p.ratings.notes if p.ratings else []),
-    )
-
-
-def _write_ratings(
-    session: Session, p: Plan, runs: list[RunImportRead], output_ids: list[list[int]]
-) -> RatingsInfo | None:
-    """The planned ratings, their raters registered and the default rubric made when missing."""
-    if p.ratings is None:
-        return None
-    repo = RatingRepository(session)
-    ensure_default_rubric(session)
-    raters = repo.raters()
-    missing = [name for name in p.ratings.raters if name not in raters]
-    for name in missing:
-        repo.add(Rater(name=name))
-    repo.flush()
-    raters = repo.raters()
-    rubrics = repo.rubrics()
-    unknown = sorted({r.rubric for r in p.ratings.ratings} - set(rubrics))
-    if unknown:
-        raise StaleSnapshot(
-            f"rubric {unknown[0]!r} was deleted while this import was prepared; nothing was written",
-            [ItemError(None, "ratings", "rubric removed concurrently")],
-        )
-    repo.insert_many(
-        [
-            {
-                "output_id": output_ids[r.run][r.output],
-                "rater_id": raters[r.rater].id,
-                "rubric_id": rubrics[r.rubric].id,
-                "score": r.score,
-                "comment": r.comment,
-            }
-            for r in p.ratings.ratings
-        ]
-    )
-    per_run = Counter(r.run for r in p.ratings.ratings)
-    return RatingsInfo(
-        files=p.ratings.files,
-        received=p.ratings.received,
-        created=len(p.ratings.ratings),
-        raters=p.ratings.raters,
-        raters_created=missing,
-        by_run={runs[i].name: n for i, n in sorted(per_run.items())},
-    )
-
-
-def import_study(
-    session: Session, files: StudyFiles, options: StudyOptions, max_bytes: int
-) -> StudyImportRead:
-    """All three phases on one session (one transaction): for the command line, tests and benchmarks."""
-    return write(session, plan(snapshot(session, options), files, options, max_bytes))
