@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -100,7 +99,7 @@ class AuthState:
     def __init__(self, settings: Settings, look_up: LookUp) -> None:
         self.hasher = accounts.KeyHasher(settings.auth)
         self.key_checks = KeyChecks(look_up)
-        self._signing_in: Counter[str] = Counter()
+        self._signing_in: dict[str, tuple[anyio.Lock, int]] = {}
         self._settings = settings
         self._secret: bytes | None = None
         self._lock = threading.Lock()
@@ -112,19 +111,24 @@ class AuthState:
                 self._secret = load_secret(self._settings)
             return self._secret
 
-    @contextmanager
-    def signing_in_as(self, name: str) -> Iterator[int]:
-        """Counts a sign-in of account ``name`` while its key is checked and its outcome recorded; yields how
-        many other sign-ins of the name are (they count towards its failed-login limit). Event loop only:
-        enter it before the first await, so that a parallel attempt sees this one."""
-        others = self._signing_in[name]
-        self._signing_in[name] += 1
+    @asynccontextmanager
+    async def signing_in_as(self, name: str) -> AsyncIterator[None]:
+        """Sign-ins of account ``name`` one at a time in this process, from reading its failed-login limit to
+        recording the outcome, so that attempts sent in parallel cannot pass the limit: each reads the
+        failures of those before it, already recorded. (Counting the attempts in flight instead was off by
+        one whenever a failure had been written but its attempt not yet uncounted.) Sign-ins of other names
+        run in parallel; an entry is dropped when no sign-in of its name waits. Event loop only."""
+        lock, waiting = self._signing_in.get(name) or (anyio.Lock(), 0)
+        self._signing_in[name] = (lock, waiting + 1)
         try:
-            yield others
+            async with lock:
+                yield
         finally:
-            self._signing_in[name] -= 1
-            if not self._signing_in[name]:
+            lock, waiting = self._signing_in[name]
+            if waiting == 1:
                 del self._signing_in[name]
+            else:
+                self._signing_in[name] = (lock, waiting - 1)
 
     def signer(self, purpose: str) -> TimestampSigner:
         return TimestampSigner(self.secret, salt=f"ragmeta-{purpose}")

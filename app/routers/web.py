@@ -142,9 +142,9 @@ async def login(
         return again("The form expired or did not come from this site; please sign in again.", 403)
     client = request.client.host if request.client else "unknown"
     account = accounts.login_name(name)
-    with auth_state(request).signing_in_as(account) as in_flight:
+    async with auth_state(request).signing_in_as(account):
         try:
-            limits = (settings.auth, name, client, in_flight)
+            limits = (settings.auth, name, client)
             await run_in_session(request, accounts.check_login_limits, *limits, read=True)
         except TooManyRequests as exc:
             page = again(f"Too many failed sign-ins. {exc.detail[0].upper()}{exc.detail[1:]}.", 429)

@@ -279,18 +279,15 @@ def login_name(name: str) -> str:
     return name.strip()[:200]
 
 
-def check_login_limits(
-    session: Session, auth: AuthSettings, name: str, client: str, in_flight: int = 0
-) -> None:
+def check_login_limits(session: Session, auth: AuthSettings, name: str, client: str) -> None:
     """The first step of a sign-in (account name + one of its keys), before the key is checked: raises
-    TooManyRequests when the name or the client address has too many recent failures. ``in_flight``: other
-    sign-ins of the name whose key is being checked (in this process); they count as failures of the name
-    until their outcome is recorded, so that attempts sent in parallel cannot pass the name's limit.
+    TooManyRequests when the name or the client address has too many recent failures. The caller runs the
+    sign-ins of one name one at a time (``AuthState.signing_in_as``), so that attempts sent in parallel
+    cannot pass the name's limit.
 
     The key is then checked outside any write transaction (its hash check takes tens of milliseconds), and
-    a mismatch recorded by ``record_login_failure``. The address limit counts recorded failures only:
-    counting sign-ins in flight there would lock out a room of raters signing in together behind one
-    address.
+    a mismatch recorded by ``record_login_failure``. Sign-ins from one address are not serialised: that
+    would make a room of raters signing in together behind one address wait on each other.
     """
     repo = AccountRepository(session)
     now = _now()
@@ -298,7 +295,7 @@ def check_login_limits(
     name = login_name(name)
     client = client[:64]
     if (
-        repo.failures_since(since, name=name) + in_flight >= auth.login_max_failures
+        repo.failures_since(since, name=name) >= auth.login_max_failures
         or repo.failures_since(since, client=client) >= 4 * auth.login_max_failures
     ):
         oldest = repo.oldest_failure_since(since, name=name, client=client) or now

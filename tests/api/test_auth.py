@@ -235,8 +235,9 @@ def test_parallel_wrong_keys_cannot_pass_the_names_limit(
     live_server: Live, engine: Engine, settings: Settings
 ) -> None:
     """Load: 40 wrong keys for one account at once (a real key prefix, so each is hash-checked). Sign-ins of
-    a name whose key is still being checked count towards its limit: exactly the limit's worth are checked
-    (401), the rest refused before any check (429). Without that count, 38 of 40 were checked."""
+    one name run one at a time: exactly the limit's worth are checked (401), the rest refused before any
+    check (429). Unserialised, 38 of 40 were checked; counting those in flight instead checked 4 (a failure
+    written but its attempt not yet uncounted was counted twice)."""
     key = issue_key_over_http(live_server, "alice")
     guess = key[:-4] + ("aaaa" if not key.endswith("aaaa") else "bbbb")
     results = _sign_ins_at_once(live_server, [("alice", guess)] * 40)
