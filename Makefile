@@ -10,11 +10,14 @@ PORT ?= 8000
 
 setup: $(STAMP)
 
-# Pinned dependencies (torch is the CPU 2.13.0 build), then the project itself without resolving again.
+# Pinned dependencies (torch is the CPU 2.13.0 build), then the project itself without resolving again. uv
+# installs the lock from the sources pip is configured with (scripts/install_locked.py), in about half pip's
+# time; pip does it where uv cannot be installed.
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	( $(BIN)/python -m pip install --quiet uv==0.13.8 && $(BIN)/python scripts/install_locked.py $(BIN)/python requirements.lock ) \
+	  || $(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
