@@ -18,8 +18,15 @@ Ratings to a target width: the target is the mean width of the uniform PPI++ int
 the ratings each design needs for it are read off its mean-width curve (interpolated in log n); "saving" is
 1 - active / uniform PPI++ (goal: at least 30 % at rho >= .6, never below -5 % at rho = .3).
 
+--data ambiguous: the same human scores with a judge that is sharp on some outputs and lost on others
+(the "ambiguous traces" case): with probability rho an output is clear, its metric Phi(2 (z + 0.3 e)),
+near 0 or 1 and close to the truth; otherwise its metric is 0.5 + 0.05 e', uninformative. The residual
+variance then depends on the metric, which is where drawing by uncertainty can gain; on the default data
+it barely does (the best possible policy, pi proportional to the true conditional SD, would cut the
+variance by 0.01-1.5 % at rho .3-.85).
+
 Usage: python bench/active_rating.py [--replicates 1000] [--sizes 200,1000] [--rhos 0.3,0.6,0.85]
-                                     [--floor 0.5] [--seed 0]
+                                     [--floor 0.5] [--seed 0] [--data tied|ambiguous]
 """
 
 from __future__ import annotations
@@ -111,11 +118,30 @@ def _needed(ns: list[float], widths: list[float], target: float) -> float:
     return math.nan if target < widths[-1] else ns[0]
 
 
+def ambiguous(rng: np.random.Generator, reps: int, n: int, clear: float) -> tuple[Array, Array]:
+    """bench/ppi.py's human scores (same generator, so E[H] is the same); a metric sharp on a share
+    ``clear`` of the outputs, lost on the rest."""
+    z = rng.standard_normal((reps, n))
+    cuts = np.array([-1.0, -0.3, 0.4, 1.1])
+    ratings = [1 + np.searchsorted(cuts, z + 0.6 * rng.standard_normal((reps, n))) for _ in range(2)]
+    h = (ratings[0] + ratings[1]) / 2.0
+    sharp = sps_norm_cdf(2.0 * (z + 0.3 * rng.standard_normal((reps, n))))
+    lost = 0.5 + 0.05 * rng.standard_normal((reps, n))
+    m = np.round(np.where(rng.random((reps, n)) < clear, sharp, lost), 2)
+    return h.astype(np.float64), m.astype(np.float64)
+
+
+def sps_norm_cdf(x: Array) -> Array:
+    from scipy.special import ndtr
+
+    return np.asarray(ndtr(x), dtype=np.float64)
+
+
 def cell(
-    rng: np.random.Generator, size: int, rho: float, reps: int, floor: float
+    rng: np.random.Generator, size: int, rho: float, reps: int, floor: float, data: str = "tied"
 ) -> tuple[list[dict[str, float]], float]:
     truth = true_mean()
-    h, m = simulate(rng, reps, size, rho)
+    h, m = simulate(rng, reps, size, rho) if data == "tied" else ambiguous(rng, reps, size, rho)
     r_obs = float(np.mean([np.corrcoef(h[i], m[i])[0, 1] for i in range(min(reps, 200))]))
     rows = []
     for frac in BUDGETS:
@@ -155,6 +181,7 @@ def main() -> None:
     ap.add_argument("--rhos", default="0.3,0.6,0.85")
     ap.add_argument("--floor", type=float, default=0.5, help="pi_min as a share of the uniform rate")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", choices=("tied", "ambiguous"), default="tied")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     reps = args.replicates
@@ -167,8 +194,9 @@ def main() -> None:
     all_cov: list[float] = []
     for size in (int(s) for s in args.sizes.split(",")):
         for rho in (float(r) for r in args.rhos.split(",")):
-            rows, r_obs = cell(rng, size, rho, reps, args.floor)
-            print(f"\nN = {size}, rho = {rho} (metric-human r = {r_obs:.2f})")
+            rows, r_obs = cell(rng, size, rho, reps, args.floor, args.data)
+            what = "rho" if args.data == "tied" else "share of clear outputs"
+            print(f"\nN = {size}, {what} = {rho} (metric-human r = {r_obs:.2f}; data: {args.data})")
             print(
                 f"{'budget':>7} {'n act':>7} {'cov active':>16} {'cov unif':>8} {'w active':>8} "
                 f"{'w unif PPI':>10} {'w rated-t':>9} {'max pi/unif':>11}"

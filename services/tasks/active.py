@@ -60,6 +60,18 @@ def _bad(field: str, reason: str) -> InvalidItems:
     return InvalidItems(reason, [ItemError(None, field, reason)])
 
 
+def active_rated_tasks(session: Session, run_id: int) -> list[int]:
+    """Ids of the run's active tasks with at least one rated item (their ratings are not a uniform sample)."""
+    stmt = (
+        select(RatingTask.id)
+        .join(TaskItem, TaskItem.task_id == RatingTask.id)
+        .where(RatingTask.run_id == run_id, RatingTask.policy == "active", TaskItem.status == "rated")
+        .distinct()
+        .order_by(RatingTask.id)
+    )
+    return list(session.scalars(stmt))
+
+
 def metric_values(session: Session, run_id: int, metric: str, output_ids: list[int]) -> dict[int, float]:
     """Output id -> the mean of the metric's stored values on it (over configurations and repeats)."""
     values: dict[int, list[float]] = {}

@@ -146,6 +146,10 @@ class Queue(BaseModel):
     done: int
     next_position: int | None
     entries: list[QueueEntry]
+    more_on_request: bool = Field(
+        default=False,
+        description="items are given one at a time: ask for the next with POST /tasks/{id}/next",
+    )
 
 
 class Context(BaseModel):
@@ -268,6 +272,10 @@ class Dashboard(BaseModel):
     agreement: AgreementSummary
     disagreements: list[Disagreement]
     flagged: list[Flag]
+    active_estimate: ActiveEstimate | None = Field(
+        default=None,
+        description="active tasks: the run mean so far, its width, and the ratings projected to the target",
+    )
 
 
 class ExportRow(BaseModel):

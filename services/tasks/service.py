@@ -398,6 +398,7 @@ def queue(session: Session, task_id: int, user_id: int | None) -> Queue:
         done=done,
         next_position=_next_position(items, 0),
         entries=entries,
+        more_on_request=task.policy == "active" and task.closed_at is None,
     )
 
 
@@ -695,6 +696,7 @@ def dashboard(session: Session, task_id: int, threshold: int, *, min_raters: int
         agreement=_agreement(raters, scores, rubric),
         disagreements=disagreements,
         flagged=flags,
+        active_estimate=active.estimate(session, task) if task.policy == "active" else None,
     )
 
 

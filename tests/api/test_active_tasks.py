@@ -118,6 +118,10 @@ def test_active_task_draws_each_output_for_as_many_raters_as_asked(client: TestC
     assert est["active"]["ci_low"] < est["active"]["estimate"] < est["active"]["ci_high"]
     assert est["n_refits"] == len(fits)
     assert _next(team, "alice") is None
+    # The run's uniform-design estimate says its design, and that these ratings were not drawn uniformly.
+    run_est = client.get(f"/runs/{team.run}/estimate").json()
+    assert run_est["design"].startswith("uniform")
+    assert [w["code"] for w in run_est["warnings"] if w["code"] == "design"] == ["design"]
 
 
 def test_a_draw_left_unrated_is_not_counted_and_a_failed_draw_leaves_no_trace(client: TestClient) -> None:
@@ -203,3 +207,82 @@ def test_a_fixed_task_has_no_active_estimate_and_next_gives_its_queue_order(clie
     first = team.as_("alice", "GET", f"/tasks/{fixed['id']}/queue").json()["next_position"]
     assert team.as_("alice", "POST", f"/tasks/{fixed['id']}/next").json()["position"] == first
     assert_envelope(team.as_("bob", "POST", f"/tasks/{fixed['id']}/next"), 403)
+
+
+def test_the_cli_creates_an_active_task_draws_and_shows_the_estimate(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app import client as cli
+    from app.cli import build_parser
+    from app.cli_common import UsageError
+
+    def run(c: TestClient, *argv: str) -> int:
+        return cli._dispatch(c, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
+
+    team = active_team(client)
+    argv = ["task", "create", str(team.run), "--raters", "alice", "--name", "cli", "--seed", "5"]
+    assert run(client, *argv, "--active", "external.m", "--budget", "8", "--target-width", "2.5") == 0
+    out = capsys.readouterr().out
+    task = int(out.split("task ", 1)[1].split()[0])
+    assert "active policy on external.m: about 8 outputs drawn" in out and "stops at width 2.5" in out
+    with pytest.raises(UsageError, match="--budget"):
+        run(client, *argv, "--active", "external.m")
+    with pytest.raises(UsageError, match="--active"):
+        run(client, *argv, "--budget", "8")
+    alice = TestClient(client.app, headers=team.auth("alice"))
+    for _ in range(3):
+        assert run(alice, "task", "next", str(task)) == 0
+        position = capsys.readouterr().out.strip()
+        assert run(alice, "task", "rate", str(task), position, "4") == 0
+        capsys.readouterr()
+    assert run(client, "task", "estimate", str(task)) == 0
+    text = capsys.readouterr().out
+    assert "3 rated of 3 drawn" in text and "design: sequential Poisson sampling" in text
+    assert "uniform sampling of 3 outputs would give width" in text and "target width 2.5" in text
+    assert run(client, "task", "estimate", str(task), "--format", "json") == 0
+    assert json.loads(capsys.readouterr().out)["n_rated"] == 3
+
+
+def test_the_dashboard_shows_the_run_mean_and_the_ratings_left_to_the_target(client: TestClient) -> None:
+    team = active_team(client, active={"target_width": 0.01})
+    for _ in range(4):
+        pos = _next(team, "alice")
+        assert pos is not None
+        body = {"action": "rate", "score": 1 + pos % 5}
+        assert team.as_("alice", "PUT", f"/tasks/{team.task}/queue/{pos}", json=body).status_code == 200
+    d = client.get(f"/tasks/{team.task}/dashboard").json()
+    e = d["active_estimate"]
+    assert e["n_rated"] == 4 and not e["reached"] and e["target_width"] == 0.01
+    page = client.get(f"/tasks/{team.task}/dashboard.html")
+    assert page.status_code == 200 and 'id="active-estimate"' in page.text
+    assert "Target width 0.01" in page.text and "not reachable on this run" in page.text
+    fixed = client.post("/tasks", json={"name": "fixed", "run_id": team.run, "raters": ["alice"]}).json()
+    assert client.get(f"/tasks/{fixed['id']}/dashboard").json()["active_estimate"] is None
+
+
+def test_the_rating_pages_draw_the_next_output_on_a_form_post(client: TestClient) -> None:
+    from tests.api.test_auth import login
+
+    team = active_team(client)
+    browser = TestClient(client.app)
+    assert login(browser, "alice", team.keys["alice"]).status_code == 303
+    page = browser.get(f"/rate/{team.task}")
+    assert page.status_code == 200 and f'action="/rate/{team.task}/next"' in page.text
+    assert "external.m" not in page.text
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    assert browser.post(f"/rate/{team.task}/next", data={"csrf": ""}).status_code == 403
+    for _ in range(4):  # refit_every 4: the fourth rating schedules a refit after its response
+        r = browser.post(f"/rate/{team.task}/next", data={"csrf": csrf}, follow_redirects=False)
+        assert r.status_code == 303
+        item_url = r.headers["location"]
+        item = browser.get(item_url)
+        assert item.status_code == 200 and "external.m" not in item.text
+        version = item.text.split('name="version" value="')[1].split('"')[0]
+        done = browser.post(
+            item_url,
+            data={"csrf": csrf, "action": "rate", "score": "3", "version": version},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303 and done.headers["location"] == f"/rate/{team.task}"
+    est = client.get(f"/tasks/{team.task}/estimate").json()
+    assert est["n_rated"] == 4 and est["n_refits"] == 1
