@@ -82,7 +82,7 @@ def _factory(client: TestClient) -> Any:
 
 
 def test_active_task_draws_each_output_for_as_many_raters_as_asked(client: TestClient) -> None:
-    team = active_team(client, per_output=2)
+    team = active_team(client, per_output=2, active={"budget": 8})
     task = client.get(f"/tasks/{team.task}").json()
     assert task["policy"] == "active" and task["active"]["metric"] == "external.m" and task["n_outputs"] == N
     assert all(r["assigned"] == 0 for r in task["raters"])  # nothing assigned up front
@@ -286,3 +286,18 @@ def test_the_rating_pages_draw_the_next_output_on_a_form_post(client: TestClient
         assert done.status_code == 303 and done.headers["location"] == f"/rate/{team.task}"
     est = client.get(f"/tasks/{team.task}/estimate").json()
     assert est["n_rated"] == 4 and est["n_refits"] == 1
+
+
+def test_deleting_the_run_removes_its_active_task_with_its_draws_and_fits(client: TestClient) -> None:
+    team = active_team(client, active={"refit_every": 1})
+    for _ in range(2):
+        pos = _next(team, "alice")
+        assert pos is not None
+        body = {"action": "rate", "score": 2}
+        assert team.as_("alice", "PUT", f"/tasks/{team.task}/queue/{pos}", json=body).status_code == 200
+    r = client.delete(f"/runs/{team.run}", params={"cascade": True})
+    assert r.status_code == 200, r.text
+    assert_envelope(client.get(f"/tasks/{team.task}"), 404)
+    with session_scope(_factory(client)) as s:
+        for model in (TaskDraw, TaskFit, TaskItem):
+            assert s.scalars(select(model).where(model.task_id == team.task)).all() == []
