@@ -89,6 +89,20 @@ def cmd_task_create(c: httpx.Client, args: argparse.Namespace) -> None:
     for key, value in (("per_output", args.per_output), ("rubric", args.rubric), ("seed", args.seed)):
         if value is not None:
             body[key] = value
+    if args.active is not None:
+        if args.budget is None:
+            raise UsageError("--active needs --budget: the expected number of outputs to rate")
+        policy: dict[str, Any] = {"metric": args.active, "budget": args.budget}
+        for key, value in (
+            ("floor", args.floor),
+            ("refit_every", args.refit_every),
+            ("target_width", args.target_width),
+        ):
+            if value is not None:
+                policy[key] = value
+        body |= {"policy": "active", "active": policy}
+    elif any(v is not None for v in (args.budget, args.floor, args.refit_every, args.target_width)):
+        raise UsageError("--budget, --floor, --refit-every and --target-width go with --active METRIC")
     t = check(c.post("/tasks", json=body))
     print(
         f"task {t['id']} {t['name']!r}: {t['mode']} on run {t['run_id']}"
@@ -96,9 +110,60 @@ def cmd_task_create(c: httpx.Client, args: argparse.Namespace) -> None:
         + f", {t['n_outputs']} outputs, rubric {t['rubric']['name']!r}, "
         f"{t['per_output'] or 'every'} rater(s) per output, seed {t['seed']}"
     )
+    if t.get("active"):
+        a = t["active"]
+        print(
+            f"active policy on {a['metric']}: about {a['budget']} outputs drawn, floor {a['floor']} x the "
+            f"uniform rate, refit every {a['refit_every']} ratings"
+            + (f", stops at width {a['target_width']:g}" if a.get("target_width") else "")
+        )
     print("\n".join(_progress(t)))
     for w in t.get("warnings") or []:
         print(f"warning: {w['message'] if isinstance(w, dict) else w}")
+
+
+def estimate_text(e: dict[str, Any]) -> str:
+    lines = [
+        f"task {e['task_id']} (run {e['run_id']}, metric {e['metric']}, seed {e['seed']}): {e['n_rated']} "
+        f"rated of {e['n_drawn']} drawn, {e['n_decided']} of {e['n_outputs']} outputs decided, "
+        f"{e['n_refits']} refit(s)"
+    ]
+    if e["active"] is None:
+        lines.append(f"no estimate yet: {e['undefined_reason']}")
+    else:
+        a, u = e["active"], e["uniform_same_n"]
+        lines.append(
+            f"mean human score {a['estimate']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}] "
+            f"(width {a['width']:.3f}, {e['confidence']:.0%}); design: {a['design']}"
+        )
+        lines.append(
+            f"uniform sampling of {u['n_rated']} outputs would give width {u['width']:.3f} ({u['design']})"
+        )
+    if e["target_width"] is not None:
+        more = e["more_ratings"]
+        lines.append(
+            f"target width {e['target_width']:g}: "
+            + (
+                "reached"
+                if e["reached"]
+                else "not reachable"
+                if more is None
+                else f"about {more} more ratings"
+            )
+        )
+    if e["closed_at"]:
+        lines.append(f"closed at {e['closed_at']}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_task_estimate(c: httpx.Client, args: argparse.Namespace) -> None:
+    e = check(c.get(f"/tasks/{args.task}/estimate"))
+    write_output(None, as_json(e) if args.format == "json" else estimate_text(e))
+
+
+def cmd_task_next(c: httpx.Client, args: argparse.Namespace) -> None:
+    n = check(c.post(f"/tasks/{args.task}/next"))
+    print(n["position"] if n["position"] is not None else f"nothing left: {n['reason']}")
 
 
 def cmd_task_list(c: httpx.Client, args: argparse.Namespace) -> None:
@@ -261,6 +326,15 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--show-reference", action="store_true", help="show raters the reference answer")
     p.add_argument("--hide-contexts", action="store_true", help="do not show raters the retrieved contexts")
     p.add_argument("--seed", type=int, help="the seed of the raters' orders (recorded; default random)")
+    p.add_argument(
+        "--active",
+        metavar="METRIC",
+        help="the active policy: draw outputs where METRIC leaves the human score most uncertain",
+    )
+    p.add_argument("--budget", type=int, help="--active: expected number of outputs to rate")
+    p.add_argument("--floor", type=float, help="--active: least probability, share of the uniform rate")
+    p.add_argument("--refit-every", type=int, help="--active: refit after this many new ratings (10)")
+    p.add_argument("--target-width", type=float, help="--active: close the task at this interval width")
     p = action(ts, "list", "the rating tasks with their progress", cmd_task_list)
     p.add_argument("--mine", action="store_true", help="only the tasks the caller rates in")
     p = action(
@@ -284,6 +358,18 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         "queue",
         "a rater's own queue in their order: position, status, own score, question",
         cmd_task_queue,
+    )
+    p.add_argument("task", type=int, help="task id")
+    p = action(
+        ts,
+        "estimate",
+        "an active task's estimate of the run mean, its design, and the ratings left to the target width",
+        cmd_task_estimate,
+    )
+    p.add_argument("task", type=int, help="task id")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="output (default text)")
+    p = action(
+        ts, "next", "the position to rate next (an active task draws one for the caller)", cmd_task_next
     )
     p.add_argument("task", type=int, help="task id")
     p = action(ts, "show", "one item of the rater's queue: question, answer, contexts, rubric", cmd_task_show)

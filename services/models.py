@@ -449,8 +449,50 @@ class RatingTask(Timestamps, Base):
     show_contexts: Mapped[bool] = mapped_column(Boolean, default=True)
     seed: Mapped[int] = mapped_column(Integer)
     created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id", ondelete="SET NULL"))
+    # 'fixed': the queues are assigned when the task is made (everyone, or per_output raters each);
+    # 'active': outputs are drawn one at a time with recorded probabilities (TaskDraw, services.active_ppi).
+    policy: Mapped[str] = mapped_column(String(16), default="fixed", server_default="fixed")
+    # active: metric, budget, floor, refit_every, target_width (see services.tasks.schemas.ActivePolicy).
+    policy_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Set when the task's stopping rule is met (or its stream of outputs is used up): nothing more is drawn.
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    closed_reason: Mapped[str | None] = mapped_column(Text)
 
     rubric: Mapped[Rubric] = relationship()
+
+
+class TaskFit(Base):
+    """One fit of an active task's uncertainty model, recorded with the ratings it was made on."""
+
+    __tablename__ = "task_fit"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("rating_task.id", ondelete="CASCADE"), index=True)
+    n_ratings: Mapped[int] = mapped_column(Integer)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class TaskDraw(Base):
+    """One output of an active task's stream, in the order fixed by the task's seed, with the metric value
+    the policy and the estimate use (snapshot when the task was made). Decided when a rater needed an item:
+    ``pi`` is its inclusion probability at that moment, ``included`` the outcome, ``fit_id`` the fit in use.
+    Undecided: all three null."""
+
+    __tablename__ = "task_draw"
+    __table_args__ = (UniqueConstraint("task_id", "stream_index"), UniqueConstraint("task_id", "output_id"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("rating_task.id", ondelete="CASCADE"), index=True)
+    stream_index: Mapped[int] = mapped_column(Integer)
+    output_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"))
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"))
+    metric_value: Mapped[float] = mapped_column(Float)
+    metric_imputed: Mapped[bool] = mapped_column(Boolean, default=False)
+    pi: Mapped[float | None] = mapped_column(Float)
+    included: Mapped[bool | None] = mapped_column(Boolean)
+    fit_id: Mapped[int | None] = mapped_column(ForeignKey("task_fit.id", ondelete="SET NULL"))
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class TaskRater(Base):
@@ -494,6 +536,9 @@ class TaskItem(Base):
     comment: Mapped[str | None] = mapped_column(Text)
     flag_reason: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Active tasks: the draw that put the output in this queue and its inclusion probability when drawn.
+    draw_id: Mapped[int | None] = mapped_column(ForeignKey("task_draw.id", ondelete="SET NULL"))
+    inclusion_probability: Mapped[float | None] = mapped_column(Float)
 
 
 class Preference(Timestamps, Base):

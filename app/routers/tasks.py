@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.auth import require
 from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId
 from app.errors import responses
+from app.resources import get_resources
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
+from services.db import run_transaction
 from services.scores.service import table_csv
-from services.tasks import service
+from services.tasks import active, service
 from services.tasks.schemas import (
     ActionResult,
+    ActiveEstimate,
     Dashboard,
     ItemAction,
     ItemView,
+    NextItem,
     Queue,
     TaskCreate,
     TaskRead,
@@ -98,7 +102,31 @@ def my_tasks(session: SessionDep, settings: SettingsDep, identity: Anyone) -> li
     """The tasks the caller rates in."""
     if identity.user_id is None:
         return []
-    return service.list_tasks(session, identity.user_id, min_raters=settings.ratings.min_raters)
+    tasks = service.list_tasks(session, identity.user_id, min_raters=settings.ratings.min_raters)
+    return [service.hide_policy(t) for t in tasks]
+
+
+@router.post("/tasks/{task_id}/next", response_model=NextItem, responses=responses(401, 403, 404))
+def next_item(task_id: TaskId, session: SessionDep, identity: Rater) -> NextItem:
+    """The position of the item the caller should rate next: their open one, or in a task with the active
+    policy an output drawn for them now (its inclusion probability is recorded, not shown). `position` null:
+    nothing left for the caller."""
+    return service.next_item(session, task_id, identity.user_id)
+
+
+@router.get(
+    "/tasks/{task_id}/estimate", response_model=ActiveEstimate, responses=responses(401, 403, 404, 422)
+)
+def active_estimate(
+    task_id: TaskId,
+    session: SessionDep,
+    _: Reader,
+    confidence: Annotated[float, Query(gt=0.5, lt=1.0, description="interval confidence")] = 0.95,
+) -> ActiveEstimate:
+    """An active task's estimate of the run's mean human score (active PPI: inclusion-probability weighted
+    PPI++, with its design stated) beside the width uniform sampling of as many ratings would give, and the
+    projected further ratings to the task's target width. 422 for a task with the fixed policy."""
+    return service.active_estimate(session, task_id, confidence)
 
 
 @router.get("/tasks/{task_id}/queue", response_model=Queue, responses=responses(401, 403, 404))
@@ -119,7 +147,13 @@ def my_item(task_id: TaskId, position: Position, session: SessionDep, identity: 
     responses=responses(401, 403, 404, 409, 422),
 )
 def act(
-    task_id: TaskId, position: Position, body: ItemAction, session: SessionDep, identity: Rater
+    task_id: TaskId,
+    position: Position,
+    body: ItemAction,
+    session: SessionDep,
+    identity: Rater,
+    request: Request,
+    background: BackgroundTasks,
 ) -> ActionResult:
     """Rate (`score`, `comment`), skip, or flag as unratable (`reason`) one item of the caller's queue.
 
@@ -128,5 +162,11 @@ def act(
     that changed while the item was open is kept with the ratings of previous answers (counted, left out of
     the reports) and a preference counts as stale in the pairwise report. A version newer than the answer's
     current one is refused (409, naming the field). Without them (older clients), the versions current at
-    submission are recorded."""
-    return service.act(session, task_id, identity.user_id, position, body)
+    submission are recorded.
+
+    In an active task, a rating that makes a refit of the policy due schedules it after the response (its
+    own transaction), never on the request path."""
+    result = service.act(session, task_id, identity.user_id, position, body)
+    if active.refit_due(session, task_id):
+        background.add_task(run_transaction, get_resources(request).session_factory, active.refit, task_id)
+    return result

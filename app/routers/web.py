@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Form, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, FastAPI, Form, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -26,10 +26,13 @@ from app.auth import (
     set_session_cookie,
 )
 from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId, run_in_session
+from app.resources import get_resources
 from services.accounts import service as accounts
 from services.accounts.schemas import RATERS, READERS, Identity, Role
+from services.db import run_transaction
 from services.errors import Conflict, Forbidden, InvalidItems, ServiceError, TooManyRequests, Unauthorized
 from services.labels import derived_id, question_label
+from services.tasks import active
 from services.tasks import service as tasks
 from services.tasks.schemas import Estimate, ItemAction, ItemView
 from services.types import MAX_INT
@@ -233,6 +236,26 @@ def _item_page(
     return _page(request, "item.html", me, status, v=view, levels=_levels(view), error=error, notice=notice)
 
 
+@router.post("/rate/{task_id}/next")
+def next_page(
+    task_id: TaskId,
+    request: Request,
+    session: SessionDep,
+    identity: IdentityDep,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """The next item of the caller's queue; in an active task one drawn for them now (POST: a draw is a
+    write). Nothing left: the queue page, saying so."""
+    me = _signed_in(identity, RATERS)
+    if not form_csrf_ok(request, me, csrf):
+        raise Forbidden("the form did not carry a valid CSRF token; reload the page and try again")
+    nxt = tasks.next_item(session, task_id, me.user_id)
+    if nxt.position is not None:
+        return RedirectResponse(f"/rate/{task_id}/{nxt.position}", status_code=303)
+    q = tasks.queue(session, task_id, me.user_id)
+    return _page(request, "queue.html", me, q=q, notice=nxt.reason)
+
+
 @router.get("/rate/{task_id}/{position}")
 def item_page(
     task_id: TaskId, position: Position, request: Request, session: SessionDep, identity: IdentityDep
@@ -248,6 +271,7 @@ def item_action(
     request: Request,
     session: SessionDep,
     identity: IdentityDep,
+    background: BackgroundTasks,
     csrf: Annotated[str, Form(max_length=200)] = "",
     action: Annotated[str, Form(max_length=10)] = "rate",
     score: Annotated[str, Form(max_length=10)] = "",
@@ -296,6 +320,8 @@ def item_action(
         return _item_page(request, session, me, task_id, position, exc.detail, 422)
     except Conflict as exc:  # the page showed a version the answer never had: show the answers as they are
         return _item_page(request, session, me, task_id, position, exc.detail, 409)
+    if active.refit_due(session, task_id):  # after the response, as the API does
+        background.add_task(run_transaction, get_resources(request).session_factory, active.refit, task_id)
     if result.stale:  # saved, on the text the rater read; show the answers as they are now
         return _item_page(request, session, me, task_id, position, None, 200, notice=STALE)
     target = result.next_position

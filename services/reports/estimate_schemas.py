@@ -82,6 +82,11 @@ class RunEstimate(BaseModel):
     narrowest: str | None = Field(description="the metric giving the narrowest interval")
     narrowest_note: str
     method: str
+    design: str = Field(
+        default="uniform: the rated outputs are taken as a uniform random subset of the run's outputs",
+        description="the sampling design every interval here assumes (an active rating task's ratings are "
+        "estimated with their recorded probabilities by GET /tasks/{id}/estimate)",
+    )
     assumptions: list[str]
     warnings: list[ReportWarning] = Field(default_factory=list)
     not_computed: list[NotComputed] = Field(

@@ -20,6 +20,7 @@ from services.reports.estimate_schemas import MeanEstimate, PpiRow, RunEstimate,
 from services.reports.schemas import NotComputed, ReportWarning
 from services.reports.service import _higher_is_better, _k_of, _library_kind
 from services.runs.service import get_run
+from services.tasks.active import active_rated_tasks
 
 # bench/ppi.py checked coverage from 10 rated outputs up; below that the interval is shown with a warning.
 MIN_CHECKED_RATED = 10
@@ -259,6 +260,19 @@ def build_estimate(
                     n=r.n_imputed,
                 )
             )
+    active_tasks = active_rated_tasks(session, run_id)
+    if active_tasks:
+        warnings.append(
+            ReportWarning(
+                code="design",
+                scope="estimate",
+                message=f"ratings of this run come from task(s) {', '.join(map(str, active_tasks))} with the "
+                "active policy: those outputs were drawn where the metric was least sure, not uniformly, so "
+                "these uniform-design intervals are biased by them; GET /tasks/{id}/estimate weights them by "
+                "their recorded probabilities",
+                n=len(active_tasks),
+            )
+        )
     statuses, _ = coverage.metric_status(session, settings, [run_id], items, data.columns, k)
     not_computed = [
         NotComputed(

@@ -205,7 +205,9 @@ class RunInfo(BaseModel):
 class ReportWarning(BaseModel):
     """Something the reader must know before trusting a figure: too few items, a clipped interval..."""
 
-    code: Literal["small_sample", "comparison_underpowered", "undefined", "ci_clipped", "failed_scores"]
+    code: Literal[
+        "small_sample", "comparison_underpowered", "undefined", "ci_clipped", "failed_scores", "design"
+    ]
     scope: str = Field(description="report, agreement, analysis N, or a metric name")
     message: str
     n: int | None = None

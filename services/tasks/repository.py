@@ -14,6 +14,7 @@ from services.models import (
     RatingHistory,
     RatingTask,
     Rubric,
+    TaskDraw,
     TaskItem,
     TaskRater,
     User,
@@ -62,6 +63,9 @@ class TaskRepository(Repository):
             .limit(1)
         )
         return self.session.scalar(stmt) is not None
+
+    def n_draws(self, task_id: int) -> int:
+        return int(self.session.scalar(select(func.count()).where(TaskDraw.task_id == task_id)) or 0)
 
     def items(self, task_id: int, user_id: int | None = None) -> Sequence[TaskItem]:
         stmt = select(TaskItem).where(TaskItem.task_id == task_id)

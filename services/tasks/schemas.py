@@ -22,6 +22,40 @@ PREFERENCE_LEVELS = {
 }
 
 
+Policy = Literal["fixed", "active"]
+
+
+class ActivePolicy(BaseModel):
+    """The `active` sampling policy: outputs drawn one at a time with probability proportional to how
+    uncertain the human score is given the metric (services/active_ppi.py, docs/statistics.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str = Field(
+        min_length=1, max_length=200, description="the metric id whose scores on the run guide the draws"
+    )
+    budget: Int = Field(
+        ge=3, le=MAX_INT, description="expected number of outputs to rate over the whole stream (not a cap)"
+    )
+    floor: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="least inclusion probability, as a share of the uniform rate budget / outputs",
+    )
+    refit_every: Int = Field(
+        default=10, ge=1, le=100000, description="refit the uncertainty model after this many new ratings"
+    )
+    target_width: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="stopping rule: close the task once the run mean's interval is at most this wide",
+    )
+
+
 class TaskCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -46,6 +80,13 @@ class TaskCreate(BaseModel):
         default=True, strict=True, description="show the retrieved contexts to raters"
     )
     seed: OptionalInt = Field(default=None, ge=0, le=MAX_INT, description="recorded; random when omitted")
+    policy: Policy = Field(
+        default="fixed",
+        description="fixed: queues assigned now (everyone, or per_output raters each); active: outputs drawn "
+        "one at a time with recorded inclusion probabilities (give `active`; per_output: raters per drawn "
+        "output, default 1)",
+    )
+    active: ActivePolicy | None = Field(default=None, description="the active policy's settings")
 
 
 class RaterProgress(BaseModel):
@@ -72,6 +113,14 @@ class TaskRead(BaseModel):
     n_outputs: int
     raters: list[RaterProgress]
     created_at: datetime
+    policy: Policy | None = Field(
+        default=None, description="the sampling policy (not shown to the task's raters)"
+    )
+    active: ActivePolicy | None = Field(
+        default=None, description="active policy settings (not shown to raters)"
+    )
+    closed_at: datetime | None = Field(default=None, description="when the stopping rule closed the task")
+    closed_reason: str | None = None
     warnings: list[str] = Field(
         default_factory=list,
         description="what this design cannot give, naming the setting (e.g. too few raters per output for "
@@ -97,6 +146,10 @@ class Queue(BaseModel):
     done: int
     next_position: int | None
     entries: list[QueueEntry]
+    more_on_request: bool = Field(
+        default=False,
+        description="items are given one at a time: ask for the next with POST /tasks/{id}/next",
+    )
 
 
 class Context(BaseModel):
@@ -219,6 +272,10 @@ class Dashboard(BaseModel):
     agreement: AgreementSummary
     disagreements: list[Disagreement]
     flagged: list[Flag]
+    active_estimate: ActiveEstimate | None = Field(
+        default=None,
+        description="active tasks: the run mean so far, its width, and the ratings projected to the target",
+    )
 
 
 class ExportRow(BaseModel):
@@ -231,3 +288,49 @@ class ExportRow(BaseModel):
     comment: str | None = None
     run_a: int | None = None
     run_b: int | None = None
+
+
+class NextItem(BaseModel):
+    """The item the caller should rate next: their open one, or (active tasks) a newly drawn one."""
+
+    position: int | None = Field(description="a position of the caller's queue; None: nothing left to rate")
+    reason: str | None = Field(default=None, description="why there is nothing left, when position is None")
+
+
+class ActiveInterval(BaseModel):
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    width: float
+    se: float | None
+    n_rated: int
+    method: str
+    design: str = Field(description="the sampling design this interval assumes")
+
+
+class ActiveEstimate(BaseModel):
+    """The run's mean human score from an active task's ratings, with the design behind each interval."""
+
+    task_id: int
+    run_id: int
+    metric: str
+    seed: int
+    confidence: float
+    n_outputs: int
+    n_decided: int = Field(description="outputs of the stream decided so far (drawn or passed over)")
+    n_drawn: int = Field(description="outputs drawn for rating")
+    n_rated: int = Field(description="drawn outputs with at least one rating in this task (used)")
+    n_open: int = Field(description="drawn outputs not rated yet (open, skipped or flagged): not counted")
+    n_refits: int
+    active: ActiveInterval | None = Field(description="active PPI (inclusion-probability weighted PPI++)")
+    uniform_same_n: ActiveInterval | None = Field(
+        description="the width uniform sampling of the same number of ratings would give (projected)"
+    )
+    target_width: float | None
+    more_ratings: int | None = Field(
+        description="projected further ratings to reach target_width (None: no target, or not reachable)"
+    )
+    reached: bool
+    closed_at: datetime | None
+    undefined_reason: str | None = None
+    assumptions: list[str]

@@ -29,11 +29,13 @@ from services.ratings.repository import RatingRepository
 from services.ratings.service import ensure_default_rubric, rubric_read
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
+from services.tasks import active
 from services.tasks.repository import TaskRepository
 from services.tasks.schemas import (
     PREFERENCE_LEVELS,
     PREFERENCE_RUBRIC_NAME,
     ActionResult,
+    ActiveEstimate,
     AgreementSummary,
     Answer,
     Context,
@@ -44,6 +46,7 @@ from services.tasks.schemas import (
     Flag,
     ItemAction,
     ItemView,
+    NextItem,
     Queue,
     QueueEntry,
     RaterProgress,
@@ -109,6 +112,12 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None, *, m
     repo = TaskRepository(session)
     if repo.by_name(data.name) is not None:
         raise Conflict(f"a task named {data.name!r} exists", [ItemError(None, "name", "already taken")])
+    if data.policy == "active" and data.active is None:
+        raise _bad("active", "an active task needs its settings: metric and budget")
+    if data.policy == "active" and data.mode != "pointwise":
+        raise _bad("policy", "the active policy draws the outputs of one run: mode must be pointwise")
+    if data.policy != "active" and data.active is not None:
+        raise _bad("active", "only a task with policy 'active' takes active settings")
     run = get_run(session, data.run_id)
     run_b = None
     if data.mode == "pairwise":
@@ -165,10 +174,21 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None, *, m
         show_contexts=data.show_contexts,
         seed=seed,
         created_by=created_by,
+        policy=data.policy,
+        policy_params=data.active.model_dump() if data.active is not None else None,
     )
     repo.add(task)
     repo.flush()
     rater_ids = [users[name].id for name in data.raters]
+    if data.active is not None:
+        # No queues up front: outputs are drawn one at a time as raters ask (services.tasks.active).
+        active.create_stream(session, task, outputs_a, units, data.active)
+        order_rng = random.Random(seed)
+        for uid in rater_ids:
+            rater_for(session, uid)
+            repo.add(TaskRater(task_id=task.id, user_id=uid, order_seed=order_rng.randrange(2**31)))
+        repo.flush()
+        return task_read(session, task, min_raters=min_raters)
     given, seeds = assign(units, rater_ids, data.per_output, seed)
     for uid in rater_ids:
         if data.mode == "pointwise":
@@ -252,10 +272,16 @@ def task_read(session: Session, task: RatingTask, *, min_raters: int) -> TaskRea
         show_reference=task.show_reference,
         show_contexts=task.show_contexts,
         seed=task.seed,
-        n_outputs=len({i.output_id for i in items}),
+        n_outputs=repo.n_draws(task.id) if task.policy == "active" else len({i.output_id for i in items}),
         raters=raters,
         created_at=created,
-        warnings=design_warnings(task.mode, task.per_output, len(raters), min_raters),
+        policy="active" if task.policy == "active" else "fixed",
+        active=active.policy_of(task) if task.policy == "active" else None,
+        closed_at=task.closed_at,
+        closed_reason=task.closed_reason,
+        warnings=design_warnings(
+            task.mode, task.per_output or (1 if task.policy == "active" else None), len(raters), min_raters
+        ),
     )
 
 
@@ -314,6 +340,32 @@ def _next_position(items: list[TaskItem], after: int) -> int | None:
     return skipped[0] if skipped else None
 
 
+def next_item(session: Session, task_id: int, user_id: int | None) -> NextItem:
+    """The item the caller should rate next: their first open one; in an active task, when none is open,
+    an output drawn for them now (with its inclusion probability recorded; they are not told it)."""
+    task = _member_task(session, task_id, user_id)
+    assert user_id is not None
+    if task.policy == "active":
+        return active.next_item(session, task, user_id)
+    items = list(TaskRepository(session).items(task_id, user_id))
+    position = _next_position(items, 0)
+    return NextItem(position=position, reason=None if position is not None else "your queue is done")
+
+
+def hide_policy(read: TaskRead) -> TaskRead:
+    """The task as its raters see it: not the policy nor the metric that guides it."""
+    return read.model_copy(update={"policy": None, "active": None})
+
+
+def active_estimate(session: Session, task_id: int, confidence: float = 0.95) -> ActiveEstimate:
+    """The active PPI estimate of an active task's run mean. InvalidItems (field ``task_id``) for a task
+    with the fixed policy: its ratings are estimated by GET /runs/{id}/estimate."""
+    task = get_task(session, task_id)
+    if task.policy != "active":
+        raise _bad("task_id", f"task {task_id} has the fixed policy: see GET /runs/{task.run_id}/estimate")
+    return active.estimate(session, task, confidence)
+
+
 def queue(session: Session, task_id: int, user_id: int | None) -> Queue:
     """The caller's own queue, in their order, with their own scores only."""
     task = _member_task(session, task_id, user_id)
@@ -346,6 +398,7 @@ def queue(session: Session, task_id: int, user_id: int | None) -> Queue:
         done=done,
         next_position=_next_position(items, 0),
         entries=entries,
+        more_on_request=task.policy == "active" and task.closed_at is None,
     )
 
 
@@ -643,6 +696,7 @@ def dashboard(session: Session, task_id: int, threshold: int, *, min_raters: int
         agreement=_agreement(raters, scores, rubric),
         disagreements=disagreements,
         flagged=flags,
+        active_estimate=active.estimate(session, task) if task.policy == "active" else None,
     )
 
 

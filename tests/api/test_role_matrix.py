@@ -91,11 +91,13 @@ POLICY: dict[str, set[str]] = {
     "create_task": WRITE,
     "get_task": READ,
     "dashboard": READ,
+    "active_estimate": READ,
     "export": READ,
     "my_tasks": ALL,
     "my_queue": MEMBER,
     "my_item": MEMBER,
     "act": MEMBER,
+    "next_item": MEMBER,
     # study import and undo: editors and admins; never raters (not even their own ratings: they change
     # them in their queue)
     "import_study": WRITE,

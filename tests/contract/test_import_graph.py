@@ -40,7 +40,17 @@ LAYERS: list[tuple[str, set[str]]] = [
             "services.tasks",
         },
     ),
-    ("engines", {"services.jobs", "services.judge", "services.retrieval", "services.stats", "services.ppi"}),
+    (
+        "engines",
+        {
+            "services.jobs",
+            "services.judge",
+            "services.retrieval",
+            "services.stats",
+            "services.ppi",
+            "services.active_ppi",
+        },
+    ),
     (
         "foundation",
         {

@@ -1,0 +1,238 @@
+"""Active sampling of the outputs to rate (services/active_ppi.py) against uniform sampling: coverage of the
+active PPI interval, and the ratings each design needs to reach a target width for the run's mean.
+
+Data: the tied 1-5 simulation of bench/ppi.py (latent quality z; two raters' 1-5 ratings cut from
+z + N(0, 0.6^2), averaged; the metric a skewed, clipped 0-1 transform of rho z + sqrt(1 - rho^2) e; rho is
+the latent correlation, the realised metric-human correlation is printed beside it). Truth: E[H].
+
+Per cell (N outputs, rho): for each budget (expected ratings, a share of N) the policy is run on every
+simulated run: the outputs in random order, each included with pi = clip((budget / N) u / mean(u),
+pi_min, 1), u the predicted SD of the human score given the metric, refitted on the ratings so far at 20
+evenly spaced points of the stream (the service refits every few ratings, off the request path; any
+schedule that uses only past ratings keeps the estimator valid). The uniform design rates a random n of
+the N outputs (services.ppi's PPI++ interval), n = the same budget. Printed per budget: the mean number of
+ratings the active design took, coverage of E[H] by the active interval (binomial Monte Carlo SE), and the
+mean widths of active PPI, uniform PPI++ and the uniform rated-only t interval.
+
+Ratings to a target width: the target is the mean width of the uniform PPI++ interval at 20 % of N rated;
+the ratings each design needs for it are read off its mean-width curve (interpolated in log n); "saving" is
+1 - active / uniform PPI++ (goal: at least 30 % at rho >= .6, never below -5 % at rho = .3).
+
+--data ambiguous: the same human scores with a judge that is sharp on some outputs and lost on others
+(the "ambiguous traces" case): with probability rho an output is clear, its metric Phi(2 (z + 0.3 e)),
+near 0 or 1 and close to the truth; otherwise its metric is 0.5 + 0.05 e', uninformative. The residual
+variance then depends on the metric, which is where drawing by uncertainty can gain; on the default data
+it barely does (the best possible policy, pi proportional to the true conditional SD, would cut the
+variance by 0.01-1.5 % at rho .3-.85).
+
+Usage: python bench/active_rating.py [--replicates 1000] [--sizes 200,1000] [--rhos 0.3,0.6,0.85]
+                                     [--floor 0.5] [--seed 0] [--data tied|ambiguous]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ppi import simulate, true_mean  # bench/ppi.py: the same tied data
+
+from services import active_ppi, ppi
+
+Array = NDArray[np.float64]
+BAND = (0.935, 0.965)
+BUDGETS = (0.05, 0.08, 0.12, 0.16, 0.2, 0.25, 0.3, 0.4)
+TARGET_AT = 0.2
+REFITS = 20
+
+
+def _fits(y: Array, f: Array, rated: NDArray[np.bool_]) -> Array:
+    """Uncertainty scores u (R, M) from fits on each row's rated outputs: active_ppi.fit_uncertainty,
+    vectorised (least squares from masked moments); rows with fewer than MIN_FIT ratings stay uniform."""
+    r = rated.astype(np.float64)
+    n = r.sum(axis=1)
+    ok = n >= active_ppi.MIN_FIT
+    nn = np.maximum(n, 1.0)
+    mf = (r * f).sum(axis=1) / nn
+    my = (r * y).sum(axis=1) / nn
+    vf = (r * (f - mf[:, None]) ** 2).sum(axis=1)
+    b = np.where(vf > 0, (r * (f - mf[:, None]) * (y - my[:, None])).sum(axis=1) / np.where(vf > 0, vf, 1), 0)
+    a = my - b * mf
+    e2 = (y - a[:, None] - b[:, None] * f) ** 2
+    # e2 ~ c0 + c1 f + c2 f^2 on the rated outputs: 3x3 normal equations per row.
+    x = np.stack([np.ones_like(f), f, f * f], axis=2)  # (R, M, 3)
+    xtx = np.einsum("rm,rmi,rmj->rij", r, x, x) + 1e-9 * np.eye(3)
+    xty = np.einsum("rm,rmi,rm->ri", r, x, e2)
+    c = np.linalg.solve(xtx, xty[:, :, None])[:, :, 0]
+    mean_e2 = (r * e2).sum(axis=1) / nn
+    fitted = c[:, 0:1] + c[:, 1:2] * f + c[:, 2:3] * f * f
+    # active_ppi.shrinkage per row: max(0, 1 - 1/F) toward the constant residual variance
+    ss_tot = (r * (e2 - mean_e2[:, None]) ** 2).sum(axis=1)
+    ss_res = (r * (e2 - fitted) ** 2).sum(axis=1)
+    r2 = np.clip(1 - ss_res / np.where(ss_tot > 0, ss_tot, 1), 0, 1 - 1e-12)
+    f_stat = (r2 / 2) / ((1 - r2) / np.maximum(n - 3, 1))
+    k = np.where((ss_tot > 0) & (f_stat > 1), 1 - 1 / np.where(f_stat > 1, f_stat, 1), 0.0)[:, None]
+    var = k * fitted + (1 - k) * mean_e2[:, None]
+    u = np.sqrt(np.maximum(var, active_ppi.RESIDUAL_FLOOR * mean_e2[:, None]))
+    good = ok & (vf > 0) & (mean_e2 > 0)
+    return np.where(good[:, None], u, 1.0)
+
+
+def draw(
+    rng: np.random.Generator, y: Array, f: Array, budget: float, floor: float
+) -> tuple[NDArray[np.bool_], Array]:
+    """The policy on every row at once (the outputs of a row are already in random order)."""
+    reps, total = y.shape
+    least = active_ppi.pi_min(budget, total, floor)
+    rated = np.zeros((reps, total), dtype=np.bool_)
+    pis = np.zeros((reps, total))
+    u = np.ones((reps, total))
+    u_mean = np.ones(reps)
+    refit_at = {round(total * k / REFITS) for k in range(1, REFITS)}
+    rate = budget / total
+    for t in range(total):
+        if t in refit_at:
+            u = _fits(y, f, rated)
+            u_mean = u.mean(axis=1)
+        pi = np.clip(rate * u[:, t] / u_mean, least, 1.0)
+        pis[:, t] = pi
+        rated[:, t] = rng.random(reps) < pi
+    return rated, pis
+
+
+def _needed(ns: list[float], widths: list[float], target: float) -> float:
+    """Ratings at which the mean-width curve crosses the target (interpolated in log n, log width)."""
+    for k in range(1, len(ns)):
+        if widths[k] <= target <= widths[k - 1]:
+            lo, hi = math.log(widths[k - 1]), math.log(widths[k])
+            s = (math.log(target) - lo) / (hi - lo) if hi != lo else 0.0
+            return math.exp(math.log(ns[k - 1]) + s * (math.log(ns[k]) - math.log(ns[k - 1])))
+    return math.nan if target < widths[-1] else ns[0]
+
+
+def ambiguous(rng: np.random.Generator, reps: int, n: int, clear: float) -> tuple[Array, Array]:
+    """bench/ppi.py's human scores (same generator, so E[H] is the same); a metric sharp on a share
+    ``clear`` of the outputs, lost on the rest."""
+    z = rng.standard_normal((reps, n))
+    cuts = np.array([-1.0, -0.3, 0.4, 1.1])
+    ratings = [1 + np.searchsorted(cuts, z + 0.6 * rng.standard_normal((reps, n))) for _ in range(2)]
+    h = (ratings[0] + ratings[1]) / 2.0
+    sharp = sps_norm_cdf(2.0 * (z + 0.3 * rng.standard_normal((reps, n))))
+    lost = 0.5 + 0.05 * rng.standard_normal((reps, n))
+    m = np.round(np.where(rng.random((reps, n)) < clear, sharp, lost), 2)
+    return h.astype(np.float64), m.astype(np.float64)
+
+
+def sps_norm_cdf(x: Array) -> Array:
+    from scipy.special import ndtr
+
+    return np.asarray(ndtr(x), dtype=np.float64)
+
+
+def cell(
+    rng: np.random.Generator, size: int, rho: float, reps: int, floor: float, data: str = "tied"
+) -> tuple[list[dict[str, float]], float]:
+    truth = true_mean()
+    h, m = simulate(rng, reps, size, rho) if data == "tied" else ambiguous(rng, reps, size, rho)
+    r_obs = float(np.mean([np.corrcoef(h[i], m[i])[0, 1] for i in range(min(reps, 200))]))
+    rows = []
+    for frac in BUDGETS:
+        budget = frac * size
+        rated, pis = draw(rng, h, m, budget, floor)
+        keep = (rated.sum(axis=1) >= ppi.MIN_RATED) & (rated.sum(axis=1) < size)
+        res = active_ppi.active_intervals(h[keep], m[keep], rated[keep], pis[keep])
+        cover = (res.ci_low <= truth) & (truth <= res.ci_high)
+        n_u = max(ppi.MIN_RATED, round(budget))
+        uni = ppi.ppi_intervals(h[:, :n_u], m[:, :n_u], m[:, n_u:])
+        ucov = (uni.ci_low <= truth) & (truth <= uni.ci_high)
+        rated_only = ppi.rated_mean(h[0, :n_u])  # for its quantile only
+        sd = h[:, :n_u].std(axis=1, ddof=1)
+        t_width = 2 * (rated_only.ci_high - rated_only.estimate) / rated_only.se * sd / math.sqrt(n_u)
+        rows.append(
+            {
+                "budget": budget,
+                "n_active": float(res.n_rated.mean()),
+                "dropped": float((~keep).sum()),
+                "cov": float(cover.mean()),
+                "reps": float(keep.sum()),
+                "ucov": float(ucov.mean()),
+                "w_active": float((res.ci_high - res.ci_low).mean()),
+                "n_uniform": float(n_u),
+                "w_uniform": float((uni.ci_high - uni.ci_low).mean()),
+                "w_rated": float(t_width.mean()),
+                "pi_max_ratio": float(pis.max(axis=1).mean() / (budget / size)),
+            }
+        )
+    return rows, r_obs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--replicates", type=int, default=1000)
+    ap.add_argument("--sizes", default="200,1000")
+    ap.add_argument("--rhos", default="0.3,0.6,0.85")
+    ap.add_argument("--floor", type=float, default=0.5, help="pi_min as a share of the uniform rate")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", choices=("tied", "ambiguous"), default="tied")
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
+    reps = args.replicates
+    print(
+        f"E[H] = {true_mean():.4f}; {reps} simulated runs per cell and budget; floor {args.floor} x the "
+        f"uniform rate; band {BAND[0]:.3f}-{BAND[1]:.3f}; MC SE at .95: {math.sqrt(0.95 * 0.05 / reps):.4f}"
+    )
+    start = time.perf_counter()
+    summary = []
+    all_cov: list[float] = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        for rho in (float(r) for r in args.rhos.split(",")):
+            rows, r_obs = cell(rng, size, rho, reps, args.floor, args.data)
+            what = "rho" if args.data == "tied" else "share of clear outputs"
+            print(f"\nN = {size}, {what} = {rho} (metric-human r = {r_obs:.2f}; data: {args.data})")
+            print(
+                f"{'budget':>7} {'n act':>7} {'cov active':>16} {'cov unif':>8} {'w active':>8} "
+                f"{'w unif PPI':>10} {'w rated-t':>9} {'max pi/unif':>11}"
+            )
+            for r in rows:
+                se = math.sqrt(r["cov"] * (1 - r["cov"]) / r["reps"])
+                flag = "" if BAND[0] <= r["cov"] <= BAND[1] else " out"
+                print(
+                    f"{r['budget']:>7.0f} {r['n_active']:>7.1f} {r['cov']:>8.3f} ({se:.3f}){flag:<4}"
+                    f" {r['ucov']:>8.3f} {r['w_active']:>8.3f} {r['w_uniform']:>10.3f} {r['w_rated']:>9.3f}"
+                    f" {r['pi_max_ratio']:>11.2f}"
+                    + (f"  ({r['dropped']:.0f} runs with < 3 ratings left out)" if r["dropped"] else "")
+                )
+                all_cov.append(r["cov"])
+            target_row = min(rows, key=lambda r: abs(r["budget"] - TARGET_AT * size))
+            target = target_row["w_uniform"]
+            n_act = _needed([r["n_active"] for r in rows], [r["w_active"] for r in rows], target)
+            n_uni = _needed([r["n_uniform"] for r in rows], [r["w_uniform"] for r in rows], target)
+            n_rat = _needed([r["n_uniform"] for r in rows], [r["w_rated"] for r in rows], target)
+            summary.append((size, rho, r_obs, target, n_act, n_uni, n_rat))
+    print(f"\nratings to reach the target width (uniform PPI++'s mean width at {TARGET_AT:.0%} of N rated)")
+    print(
+        f"{'N':>5} {'rho':>5} {'r':>5} {'target':>7} {'active':>7} {'uniform PPI++':>13} {'saving':>7} "
+        f"{'uniform rated-only':>18} {'saving':>7}"
+    )
+    for size, rho, r_obs, target, n_act, n_uni, n_rat in summary:
+        print(
+            f"{size:>5} {rho:>5.2f} {r_obs:>5.2f} {target:>7.3f} {n_act:>7.1f} {n_uni:>13.1f} "
+            f"{1 - n_act / n_uni:>7.1%} {n_rat:>18.1f} {1 - n_act / n_rat:>7.1%}"
+        )
+    print(
+        f"\nactive coverage over all cells and budgets: {min(all_cov):.3f}-{max(all_cov):.3f}; "
+        f"{sum(not BAND[0] <= c <= BAND[1] for c in all_cov)} of {len(all_cov)} outside the band. "
+        f"{time.perf_counter() - start:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
