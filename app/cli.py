@@ -62,8 +62,11 @@ def _demo_when_served(server: Any, app: Any, host: str, port: int) -> None:
         if server.should_exit:
             return
         time.sleep(0.05)
+    pool = app.state.resources.report_pool
+    # After the report process's warm-up, which it would slow down: a first report page comes first.
+    pool.wait_warm(120)
     try:
-        _demo(host, port, app.state.resources.report_pool)
+        _demo(host, port, pool)
     except Exception as exc:  # the service keeps serving what is stored
         print(f"ragmeta: the demo could not be prepared: {type(exc).__name__}: {exc}", file=sys.stderr)
 

@@ -110,6 +110,7 @@ class ReportPool:
         self.processes = processes
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._warming: list[Future[int]] = []
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -130,7 +131,21 @@ class ReportPool:
         if not self.processes:
             return []
         pool = self._pool()
-        return [pool.submit(_ready) for _ in range(self.processes)]
+        self._warming = [pool.submit(_ready) for _ in range(self.processes)]
+        return self._warming
+
+    def wait_warm(self, timeout: float) -> bool:
+        """Whether the processes ``start`` started have warmed up within ``timeout`` seconds (True at once
+        when none was started); a process that failed to start counts as done."""
+        deadline = time.monotonic() + timeout
+        for future in self._warming:
+            try:
+                future.result(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return False
+            except Exception:  # a broken pool is rebuilt by the next submit
+                continue
+        return True
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run ``fn(session, settings, *args)`` in a worker process (a read session of its own)."""
