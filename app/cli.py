@@ -10,10 +10,15 @@ import argparse
 import contextlib
 import signal
 import sys
-from typing import Any
+import threading
+import time
+from typing import TYPE_CHECKING, Any
 
 from app.cli_common import DEFAULT_URL, EXIT_CODES, check
 from app.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from services.reports.pool import ReportPool
 
 
 def _migrate() -> None:
@@ -28,17 +33,42 @@ def _migrate() -> None:
     engine.dispose()
 
 
-def _demo(host: str, port: int) -> None:
+def _demo(host: str, port: int, pool: ReportPool | None = None) -> None:
+    """Prepare the demo and print its summary; the summary's report is computed by ``pool`` when given
+    (the served app's report processes), else here."""
     from app.demo import prepare, summary
     from services.db import make_engine, make_session_factory
     from services.offline import apply_offline_env
+    from services.reports import render
 
     apply_offline_env()
     settings = get_settings()
-    factory = make_session_factory(make_engine(settings.database_url))
-    print("preparing the bundled demo study (offline; only the first run takes a while)...", flush=True)
-    info = prepare(factory, settings)
-    print(summary(factory, settings, info["runs"], f"http://{host}:{port}"), flush=True)
+    engine = make_engine(settings.database_url)
+    factory = make_session_factory(engine)
+    try:
+        print("preparing the bundled demo study (offline; only the first run takes a while)...", flush=True)
+        info = prepare(factory, settings)
+        ids = list(info["runs"].values())
+        report = pool.submit(render.report, ids, {}).result() if pool and pool.processes else None
+        print(summary(factory, settings, info["runs"], f"http://{host}:{port}", report), flush=True)
+    finally:
+        engine.dispose()
+
+
+def _demo_when_served(server: Any, app: Any, host: str, port: int) -> None:
+    """The demo prepared once the server answers: a restart serves at once (the demo is already stored;
+    preparing it again only finds it unchanged), a first run fills its pages as the jobs end."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(0.05)
+    pool = app.state.resources.report_pool
+    # After the report process's warm-up, which it would slow down: a first report page comes first.
+    pool.wait_warm(120)
+    try:
+        _demo(host, port, pool)
+    except Exception as exc:  # the service keeps serving what is stored
+        print(f"ragmeta: the demo could not be prepared: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def start_banner(settings: Settings, host: str, port: int) -> str:
@@ -86,14 +116,20 @@ def _local_key(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(host: str, port: int) -> None:
+def _serve(host: str, port: int, demo: bool = False) -> None:
     import uvicorn
 
     from app.main import create_app
 
     _refuse_open(host)
     print(start_banner(get_settings(), host, port), flush=True)
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    app = create_app()
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    if demo:
+        threading.Thread(
+            target=_demo_when_served, args=(server, app, host, port), name="demo", daemon=True
+        ).start()
+    server.run()
 
 
 def _worker(worker_id: str | None, once: bool) -> None:
@@ -363,9 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "run":
         _refuse_open(host)
         _migrate()
-        if not args.no_demo:
-            _demo(host, port)
-        _serve(host, port)
+        # The demo is prepared beside the serving API, not before it: /healthz answers at once.
+        _serve(host, port, demo=not args.no_demo)
     return 0
 
 

@@ -1,7 +1,7 @@
 """The main job on the embedded defaults: load the bundled demo study, score it offline, summarise it.
 
 Idempotent: every step skips what is already stored (imports report "unchanged", jobs skip computed items).
-Runs in-process before the server starts, printing progress, then prints the URL and a short summary.
+Runs beside the serving API (`ragmeta run`), printing progress, then the URL and a short summary.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from services.datasets import service as datasets
 from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import DatasetCreate
 from services.ingest import parse_rows
-from services.jobs.service import get_job, job_read
+from services.jobs.queue import RUNNABLE
+from services.jobs.service import JobRead, get_job, job_read
 from services.jobs.worker import JobContext, Worker
 from services.rag import service as rag
 from services.ratings import service as ratings
 from services.reports.honesty import ILLUSTRATIVE_NOTE, ILLUSTRATIVE_RATERS
+from services.reports.schemas import ReportRead
 from services.resources import Resources
 from services.runs import service as runs
 from services.runs.repository import RunRepository
@@ -62,14 +64,24 @@ def _drain(factory: sessionmaker[Session], settings: Settings, job_id: int, labe
 
 def _drain_with(worker: Worker, factory: sessionmaker[Session], job_id: int, label: str, say: Say) -> None:
     last = -1.0
-    while worker.run_once():
+
+    def progress() -> JobRead:
+        nonlocal last
         with factory() as s:
             j = job_read(s, get_job(s, job_id))
         if j.total and (j.done + j.failed) / j.total - last >= 0.1:
             last = (j.done + j.failed) / j.total
             say(f"  {label}: {j.done + j.failed}/{j.total}" + (f" ({j.failed} failed)" if j.failed else ""))
-    with factory() as s:
-        j = job_read(s, get_job(s, job_id))
+        return j
+
+    while worker.run_once():
+        progress()
+    # The served API's workers (the demo prepares while the service already answers) may hold the last
+    # batches: wait for them rather than stop at "nothing left to claim".
+    j = progress()
+    while j.status in RUNNABLE:
+        time.sleep(0.5)
+        j = progress()
     if j.status != "done":
         raise RuntimeError(f"{label} job {job_id} ended {j.status}")
 
@@ -145,14 +157,20 @@ def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say)
 
 
 def summary(
-    factory: sessionmaker[Session], settings: Settings, run_ids: dict[str, int], base_url: str
+    factory: sessionmaker[Session],
+    settings: Settings,
+    run_ids: dict[str, int],
+    base_url: str,
+    report: ReportRead | None = None,
 ) -> str:
-    """A short text summary: metrics computed, agreement, the ceiling, warnings and the top metrics."""
+    """A short text summary: metrics computed, agreement, the ceiling, warnings and the top metrics, of
+    the runs' pooled ``report`` (computed here when not given)."""
     from services.reports import text
     from services.reports.service import build_report
 
-    with factory() as s:
-        report = build_report(s, settings, list(run_ids.values()))
+    if report is None:
+        with factory() as s:
+            report = build_report(s, settings, list(run_ids.values()))
     n_rated = report.reference_score["n_with_reference"]
     lines = [f"Demo report ({len(run_ids)} runs pooled, {n_rated} rated outputs):"]
     if report.coverage:

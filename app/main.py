@@ -126,6 +126,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stack.callback(engine.dispose)
         stack.callback(resources.report_pool.close)
         try:
+            # The report processes start and warm up with the API, in the background: not on a first report.
+            resources.report_pool.start()
             # Every request holding a database slot can always get a thread, with threads to spare.
             threads = anyio.to_thread.current_default_thread_limiter()
             threads.total_tokens = max(threads.total_tokens, resources.db_slots.total + 16)

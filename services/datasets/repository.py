@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import load_only, selectinload
 
 from services.models import Dataset, Document, Passage, Question
 from services.repository import Repository
@@ -61,6 +61,17 @@ class DatasetRepository(Repository):
         stmt = select(Question).where(Question.dataset_id == dataset_id).order_by(Question.id)
         if with_passages:
             stmt = stmt.options(selectinload(Question.passages).selectinload(Passage.document))
+        return self.session.scalars(stmt).all()
+
+    def questions_to_match(self, dataset_id: int) -> Sequence[Question]:
+        """The dataset's questions with only what an import matches rows on loaded (id, external id, text):
+        the other columns (JSON among them) are decoded only if read."""
+        stmt = (
+            select(Question)
+            .where(Question.dataset_id == dataset_id)
+            .options(load_only(Question.id, Question.external_id, Question.question))
+            .order_by(Question.id)
+        )
         return self.session.scalars(stmt).all()
 
     def passages_of_documents(self, document_ids: Iterable[int]) -> Sequence[Passage]:

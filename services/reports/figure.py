@@ -111,6 +111,22 @@ def _x_range(panels: list[Analysis], ceiling: float | None) -> tuple[float, floa
     )
 
 
+def warm_up() -> None:
+    """Import matplotlib and draw an empty SVG once (its font list and the SVG backend load then), so that a
+    process's first figure does not pay for them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(1, 1))
+    try:
+        fig.text(0.5, 0.5, "r")
+        fig.savefig(io.BytesIO(), format="svg")
+    finally:
+        plt.close(fig)
+
+
 def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     import matplotlib
 

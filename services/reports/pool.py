@@ -56,10 +56,13 @@ def _init_worker(settings_json: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: _leave(engine))
     _worker["settings"] = settings
     _worker["factory"] = make_session_factory(engine, write=False)
-    # The statistics' lazily imported libraries and compiled kernels, once per worker, before any report.
+    # The statistics' lazily imported libraries and compiled kernels, the report code and the figure's
+    # matplotlib, once per worker, before any report: the first page then costs what any page does.
     from services import stats
+    from services.reports import figure, render  # noqa: F401
 
     stats.warm_up()
+    figure.warm_up()
 
 
 def _exit_with(parent_sentinel: int) -> None:
@@ -74,6 +77,10 @@ def _leave(engine: Engine) -> None:
     # own teardown is skipped: after the statistics' imports it takes seconds.
     engine.dispose()
     os._exit(0)
+
+
+def _ready() -> int:
+    return os.getpid()
 
 
 def _in_worker(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -103,6 +110,7 @@ class ReportPool:
         self.processes = processes
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._warming: list[Future[int]] = []
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -115,6 +123,29 @@ class ReportPool:
                     initargs=(self.settings.model_dump_json(),),
                 )
             return self._executor
+
+    def start(self) -> list[Future[int]]:
+        """Start the worker processes now and have them warm up, without waiting: with spawned workers an
+        executor starts one per submitted call, so one call per process. Their futures end (with each
+        process id) once warm; a report asked for before then waits for the warm-up left, not all of it."""
+        if not self.processes:
+            return []
+        pool = self._pool()
+        self._warming = [pool.submit(_ready) for _ in range(self.processes)]
+        return self._warming
+
+    def wait_warm(self, timeout: float) -> bool:
+        """Whether the processes ``start`` started have warmed up within ``timeout`` seconds (True at once
+        when none was started); a process that failed to start counts as done."""
+        deadline = time.monotonic() + timeout
+        for future in self._warming:
+            try:
+                future.result(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return False
+            except Exception:  # a broken pool is rebuilt by the next submit
+                continue
+        return True
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run ``fn(session, settings, *args)`` in a worker process (a read session of its own)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, insert, literal, select, update
@@ -30,6 +31,21 @@ _SCORE_COLUMNS = [
     "output_id", "metric", "config_key", "config", "k", "value", "reason", "error", "details", "tokens",
     "latency_ms", "job_id", "created_at", "updated_at",
 ]  # fmt: skip
+
+
+# The columns an import writes and compares, in this order: of an output, and of each of its chunks.
+VALUE_FIELDS = ("answer", "generator", "latency_ms", "error")
+CHUNK_FIELDS = ("document_id", "start", "end", "text", "score", "location", "match_score")
+# An output's VALUE_FIELDS, and the CHUNK_FIELDS of its chunks in rank order.
+Fingerprint = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredOutput:
+    """An output as stored: its id and the fingerprint of its rows (``Fingerprint``)."""
+
+    id: int
+    fingerprint: Fingerprint
 
 
 # Above this many ids, a filter reads the whole run rather than binding one parameter per id.
@@ -81,6 +97,29 @@ class RunRepository(Repository):
 
     def outputs_by_question(self, run_id: int) -> dict[int, Output]:
         return {o.question_id: o for o in self.outputs(run_id)}
+
+    def stored_outputs(self, run_id: int) -> dict[int, StoredOutput]:
+        """Per question id: the output's id and the fingerprint of its stored rows, read as plain rows in
+        two statements (no ORM objects: at 10,000 outputs x 5 chunks building them cost more than all the
+        rest of a re-import)."""
+        o, c = Output, RetrievedChunk
+        chunks: dict[int, list[tuple[Any, ...]]] = {}
+        chunk_rows = (
+            select(c.output_id, c.document_id, c.start, c.end, c.text, c.score, c.location, c.match_score)
+            .join(o, o.id == c.output_id)
+            .where(o.run_id == run_id)
+            .order_by(c.output_id, c.rank)
+        )
+        for oid, *fields in self.session.execute(chunk_rows):
+            chunks.setdefault(oid, []).append(tuple(fields))
+        stored: dict[int, StoredOutput] = {}
+        output_rows = select(o.id, o.question_id, o.answer, o.generator, o.latency_ms, o.error)
+        for oid, qid, answer, generator, latency_ms, error in self.session.execute(
+            output_rows.where(o.run_id == run_id)
+        ):
+            values = (answer, generator or {}, latency_ms, error)
+            stored[qid] = StoredOutput(oid, (values, tuple(chunks.get(oid, ()))))
+        return stored
 
     def output_for(self, run_id: int, question_id: int) -> Output | None:
         stmt = (

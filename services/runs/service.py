@@ -14,6 +14,7 @@ the answer and retrieval that were replaced.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +26,16 @@ from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.datasets.service import get_dataset
 from services.errors import Conflict, ItemError, NotFound
-from services.ingest import Row, notes_of
+from services.ingest import Batch, Row, notes_of
 from services.locate import NormalizedText, locate
 from services.models import Document, Output, Question, Run
-from services.runs.repository import RunRepository
+from services.runs.repository import (
+    CHUNK_FIELDS,
+    VALUE_FIELDS,
+    Fingerprint,
+    RunRepository,
+    StoredOutput,
+)
 from services.runs.schemas import (
     ChunkIn,
     ChunkRead,
@@ -268,22 +275,19 @@ def _content(answer: str | None, chunks: list[dict[str, Any]]) -> Any:
     return answer, [(c["document_id"], c["start"], c["end"], c["text"]) for c in chunks]
 
 
-_CHUNK_FIELDS = ("document_id", "start", "end", "text", "score", "location", "match_score")
+_chunk_key = operator.itemgetter(*CHUNK_FIELDS)
+_values_key = operator.itemgetter(*VALUE_FIELDS)
 
 
-def _stored(o: Output) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    values = {
-        "answer": o.answer,
-        "generator": o.generator or {},
-        "latency_ms": o.latency_ms,
-        "error": o.error,
-    }
-    chunks = [{f: getattr(c, f) for f in _CHUNK_FIELDS} for c in sorted(o.chunks, key=lambda c: c.rank)]
-    return values, chunks
+def fingerprint(values: dict[str, Any], chunks: list[dict[str, Any]]) -> Fingerprint:
+    """Everything an import writes for one output, as one comparable value: its ``VALUE_FIELDS`` and its
+    chunk rows' ``CHUNK_FIELDS`` in rank order (``StoredOutput.fingerprint`` is the same of the stored
+    rows). Equal fingerprints: the import leaves the output's rows as they are."""
+    return _values_key(values), tuple(map(_chunk_key, chunks))
 
 
 def _merge(
-    p: _Parsed, chunks: list[dict[str, Any]], out: Output | None
+    p: _Parsed, chunks: list[dict[str, Any]], out: StoredOutput | None
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """The output and chunk rows to store, and what the import does: "create", "unchanged", "metadata" (the
     version stays) or "content" (the version moves on)."""
@@ -307,21 +311,94 @@ def _merge(
     ]
     if out is None:
         return values, rows, "create"
-    old_values, old_rows = _stored(out)
-    if _content(p.answer, rows) != _content(out.answer, old_rows):
+    (old_answer, old_generator, old_latency, _), old_rows = out.fingerprint
+    # Positions of CHUNK_FIELDS: 0-3 the content (document_id, start, end, text), 4 score, 5 location,
+    # 6 match_score.
+    if _content(p.answer, rows) != (old_answer, [old[:4] for old in old_rows]):
         return values, rows, "content"
     # Same content: what the row leaves out is kept, so a shape without scores or a generator erases nothing.
     if p.generator is None:
-        values["generator"] = old_values["generator"]
+        values["generator"] = old_generator
     if p.latency_ms is None:
-        values["latency_ms"] = old_values["latency_ms"]
+        values["latency_ms"] = old_latency
     for row, old in zip(rows, old_rows, strict=True):
         if row["score"] is None:
-            row["score"] = old["score"]
-        if row["location"] == old["location"]:
-            row["match_score"] = old["match_score"]
-    same = (values, rows) == (old_values, old_rows)
-    return values, rows, "unchanged" if same else "metadata"
+            row["score"] = old[4]
+        if row["location"] == old[5]:
+            row["match_score"] = old[6]
+    return values, rows, "unchanged" if fingerprint(values, rows) == out.fingerprint else "metadata"
+
+
+_NATIVE_KEYS = frozenset(NativeOutput.model_fields)
+_SPAN_KEYS = frozenset(("document_id", "start", "end", "score"))
+_NUMBER = (int, float)
+
+
+def _unchanged_natives(
+    rows: list[Row],
+    fmt: OutputFormat,
+    questions: _Questions,
+    stored: dict[int, StoredOutput],
+    documents: dict[str, Document],
+) -> set[int]:
+    """Positions of the rows that would leave their stored output as it is, read from the rows as sent.
+
+    A re-import of unchanged outputs spends most of its time validating rows and locating chunks only to
+    find that nothing changes; a native JSON row whose fields have the exact types the model accepts and
+    whose values equal the stored output's fingerprint (chunks given by document and offsets, the same
+    span of the document's current text) is known to be unchanged without either. Anything else (another
+    format, a CSV file, text chunks, a value to coerce, a question sent twice) goes the whole way.
+    """
+    if fmt != "native" or (isinstance(rows, Batch) and rows.columns is not None):
+        return set()
+    by_id = {d.id: d for d in documents.values()}
+    same: set[int] = set()
+    sent: set[object] = set()
+    for i, row in enumerate(rows):
+        data = row.data
+        ext = data.get("question_id") if isinstance(data, dict) else None
+        if not isinstance(ext, str):
+            continue
+        if ext in sent:
+            return set()  # the whole batch is validated, and the duplicate named, the whole way
+        sent.add(ext)
+        q = questions.by_id.get(ext)
+        out = stored.get(q.id) if q is not None else None
+        if out is not None and _same_native(data, out, by_id):
+            same.add(i)
+    return same
+
+
+def _same_native(data: dict[str, Any], out: StoredOutput, documents: dict[int, Document]) -> bool:
+    (answer, generator, latency, error), chunks = out.fingerprint
+    if error is not None or not data.keys() <= _NATIVE_KEYS or type(data.get("answer")) is not str:
+        return False
+    if data["answer"] != answer:
+        return False
+    # Left out (or empty): the stored generator and latency stay, as the merge keeps them.
+    gen = data.get("generator")
+    if gen is not None and (type(gen) is not dict or (gen and gen != generator)):
+        return False
+    lat = data.get("latency_ms")
+    if lat is not None and (type(lat) not in _NUMBER or lat != latency):
+        return False
+    sent = data.get("retrieved", [])
+    if type(sent) is not list or len(sent) != len(chunks):
+        return False
+    for c, (doc_id, start, end, text, score, location, _) in zip(sent, chunks, strict=True):
+        if type(c) is not dict or not c.keys() <= _SPAN_KEYS or location != "given":
+            return False
+        if type(c.get("start")) is not int or type(c.get("end")) is not int:
+            return False
+        if c["start"] != start or c["end"] != end:
+            return False
+        doc = documents.get(doc_id) if doc_id is not None else None
+        if doc is None or c.get("document_id") != doc.external_id or doc.text[start:end] != text:
+            return False
+        s = c.get("score")
+        if s is not None and (type(s) not in _NUMBER or s != score):
+            return False
+    return True
 
 
 def import_outputs(
@@ -334,9 +411,16 @@ def import_outputs(
     """
     run = lock_run(session, run_id)
     drepo = DatasetRepository(session)
-    questions = _Questions(list(drepo.questions(run.dataset_id, with_passages=False)))
+    questions = _Questions(list(drepo.questions_to_match(run.dataset_id)))
     fmt = detect_format(rows) if fmt == "auto" else fmt
-    parsed, errors = _normalise(rows, fmt, questions)
+    repo = RunRepository(session)
+    # Compared as plain stored rows: an unchanged output is decided from its fingerprint, nothing written.
+    existing = repo.stored_outputs(run_id)
+    documents = drepo.documents_by_external_id(run.dataset_id)
+    same = _unchanged_natives(rows, fmt, questions, existing, documents)
+    parsed, errors = _normalise(
+        [r for i, r in enumerate(rows) if i not in same] if same else rows, fmt, questions
+    )
     seen: dict[int, Row] = {}
     for p in parsed:
         assert p.question is not None
@@ -352,7 +436,7 @@ def import_outputs(
                 )
             )
         seen[p.question.id] = p.row
-    locator = _Locator(drepo.documents_by_external_id(run.dataset_id))
+    locator = _Locator(documents)
     resolved: list[tuple[_Parsed, list[dict[str, Any]]]] = []
     for p in parsed:
         chunks = []
@@ -368,9 +452,7 @@ def import_outputs(
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
         raise invalid_rows("outputs", rows, errors)
 
-    repo = RunRepository(session)
-    existing = repo.outputs_by_question(run_id)
-    unchanged = 0
+    unchanged = len(same)
     changed: list[int] = []
     new_outputs: list[dict[str, Any]] = []
     updated_outputs: list[dict[str, Any]] = []

@@ -168,6 +168,10 @@ def test_reports_in_worker_processes_equal_reports_in_threads(live_server: Live,
     )
     in_processes = settings.model_copy(update={"report_processes": 1})
     with admin_client(create_app(in_processes)) as c:
+        # Started with the app and warming up before any report asks for it.
+        started = c.app.state.resources.report_pool._executor  # type: ignore[attr-defined]
+        assert started is not None and len(started._processes) == 1
+        assert c.app.state.resources.report_pool.wait_warm(HANG_GUARD_S)
         processes = c.get(f"/runs/{run}/report")
         missing = c.get("/runs/999999/report")
         assert c.app.state.resources.report_pool._executor is not None  # type: ignore[attr-defined]
