@@ -601,12 +601,14 @@ def _plan_questions(
             if r.reference_answer is not None
             else (stored.reference_answer if stored else None)
         )
-        if not answerable and (reference is not None or spans):
+        # An unanswerable question's reference answer is the expected refusal, as POST .../questions keeps it.
+        if not answerable and spans:
             errors.append(
                 ItemError(
                     r.index,
                     _field(r, "answerable", "answerable"),
-                    "an unanswerable question has no reference answer and no gold passages",
+                    "an unanswerable question (answerable=false) carries no gold passages; its reference "
+                    "answer, if given, is the expected refusal",
                     r.line,
                 )
             )
