@@ -168,6 +168,7 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         ("corpus", readable(args.corpus)),
         ("passages", readable(args.passages)),
         *(("ratings", readable(f)) for f in args.ratings or []),
+        *(("preferences", readable(f)) for f in args.preferences or []),
     ]
     data = {
         "dataset": args.dataset,
@@ -179,6 +180,7 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         "fuzzy_word_changes": args.fuzzy_word_changes,
         "ratings_columns": args.ratings_columns,
         "ratings_join": args.ratings_join,
+        "preferences_columns": args.preferences_columns,
     }
     with contextlib.ExitStack() as stack:
         files = [
@@ -219,6 +221,11 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
     if r["ratings"] is not None:
         per_run = ", ".join(f"{n} for {name!r}" for name, n in r["ratings"]["by_run"].items())
         print(f"ratings: {r['ratings']['created']} created ({per_run})")
+    if r.get("preferences") is not None:
+        pairs = ", ".join(
+            f"{x['created']} for {x['run_a']!r} vs {x['run_b']!r}" for x in r["preferences"]["pairs"]
+        )
+        print(f"preferences: {r['preferences']['created']} created ({pairs})")
     for note in r["notes"]:
         print(f"note: {note}")
 
@@ -424,6 +431,18 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         choices=["auto", "order"],
         help="auto (default): by question_id, else by question text; order: rows naming neither match "
         "the run's questions by position",
+    )
+    p.add_argument(
+        "--preferences",
+        type=Path,
+        action="append",
+        help="pairwise preferences between two runs' answers (repeatable): question_id or question, rater, "
+        "preference (on -2..2 by default, positive = run B better), and run_a, run_b naming the runs (with "
+        "two runs: the first file's is A, the second's B); raters are registered as needed",
+    )
+    p.add_argument(
+        "--preferences-columns",
+        help='preference files: JSON object field -> column, e.g. \'{"preference": "Choix"}\'',
     )
     p = add("index", cmd_index, "build a dataset's retrieval index (chunks, BM25, dense) as a job")
     p.add_argument("dataset", type=int, help="dataset id")

@@ -25,6 +25,11 @@ KINDS = {
         Kind("ragas", "Ragas rows", "POST /runs/{id}/outputs, or POST /studies/import"),
         Kind("deepeval", "a DeepEval test-case file", "POST /studies/import"),
         Kind("ratings", "a ratings file", "POST /runs/{id}/ratings"),
+        Kind(
+            "preferences",
+            "a file of pairwise preferences",
+            "POST /preferences, or the preferences field of POST /studies/import",
+        ),
         Kind("scores", "a file of precomputed scores", "POST /runs/{id}/scores"),
         Kind("questions", "a questions file", "POST /datasets/{id}/questions"),
         Kind("documents", "a documents file (a corpus)", "POST /datasets/{id}/documents"),
@@ -43,6 +48,16 @@ ACCEPTED: dict[str, dict[str, tuple[str, ...]]] = {
         "run": ("run", "run_name"),
         "rater": ("rater", "rater_name", "annotator", "annotateur", "evaluator", "evaluateur", "évaluateur"),
         "score": ("score", "rating", "grade", "note"),
+        "rubric": ("rubric", "scale", "grille"),
+        "comment": ("comment", "comments", "remark", "remarks", "commentaire", "commentaires"),
+    },
+    "StudyPreferenceIn": {
+        "question_id": _QUESTION_ID,
+        "question": ("question", "question_text", "query", "user_input", "input"),
+        "run_a": ("run_a",),
+        "run_b": ("run_b",),
+        "rater": ("rater", "rater_name", "annotator", "annotateur", "evaluator", "evaluateur", "évaluateur"),
+        "preference": ("preference", "preferred", "préférence"),
         "rubric": ("rubric", "scale", "grille"),
         "comment": ("comment", "comments", "remark", "remarks", "commentaire", "commentaires"),
     },
@@ -68,6 +83,7 @@ ACCEPTS: dict[str, frozenset[str]] = {
     "RagasOutput": frozenset({"outputs", "ragas", "ragchecker"}),
     "RagCheckerOutput": frozenset({"outputs", "ragas", "ragchecker"}),
     "RatingIn": frozenset({"ratings"}),
+    "StudyPreferenceIn": frozenset({"preferences"}),
     "RaterCreate": frozenset({"raters"}),
     "ExternalScoreIn": frozenset({"scores"}),
     "DocumentCreate": frozenset({"documents"}),
@@ -109,6 +125,8 @@ def detect(keys: set[str]) -> tuple[Kind, list[str]] | None:
     rater, score = k & _RATER, k & _SCORE
     if rater and score and "metric" not in k:
         return KINDS["ratings"], sorted(k & set(_QUESTION_ID)) + sorted(rater) + sorted(score)
+    if rater and k & {"preference", "preferred", "préférence"}:
+        return KINDS["preferences"], sorted(k & set(_QUESTION_ID)) + sorted(rater) + ["preference"]
     if {"metric", "value"} <= k:
         return hit("scores", "question_id", "metric", "value")
     if "question" in k and k & {"external_id", "passages", "reference_answer", "answerable"}:

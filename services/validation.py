@@ -27,6 +27,7 @@ _LABELS = {
     "RagasOutput": "outputs",
     "RagCheckerOutput": "outputs",
     "RatingIn": "ratings",
+    "StudyPreferenceIn": "pairwise preferences",
     "RaterCreate": "raters",
     "ExternalScoreIn": "scores",
     "DocumentCreate": "documents",

@@ -138,11 +138,18 @@ async def _build(request: Request, run_ids: list[int], params: ReportParams) -> 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
     report = await _build(request, run_ids, params)
+    extra = ""
+    if fmt == "md":
+        # The single run's estimate, cached like the page's sections on the version of what it reads.
+        version = await run_in_session(request, render.sections_version, run_ids)
+        key = ("md-sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
+        compute = partial(_compute, request, render.markdown_sections, report, run_ids)
+        extra = await _cached(request, get_resources(request).section_cache, key, compute)
     # Encoding (JSON, CSV, Markdown) is CPU work that grows with the report: off the event loop.
-    return await anyio.to_thread.run_sync(_encode, report, run_ids, fmt)
+    return await anyio.to_thread.run_sync(_encode, report, run_ids, fmt, extra)
 
 
-def _encode(report: ReportRead, run_ids: list[int], fmt: str) -> Response:
+def _encode(report: ReportRead, run_ids: list[int], fmt: str, extra: str = "") -> Response:
     if fmt == "csv":
         rows = report_rows(report)
         header = list(rows[0]) if rows else ["analysis", "metric"]
@@ -155,7 +162,7 @@ def _encode(report: ReportRead, run_ids: list[int], fmt: str) -> Response:
         )
     if fmt == "md":
         return PlainTextResponse(
-            markdown.render(report),
+            markdown.render(report, extra=extra),
             media_type="text/markdown; charset=utf-8",
             headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
         )

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from pydantic import ValidationError
 
 from app.deps import CommittingRoute, SettingsDep, run_in_session
@@ -48,44 +48,8 @@ async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | No
     return raw
 
 
-@router.post(
-    "/studies/import",
-    status_code=201,
-    response_model=StudyImportRead,
-    responses=responses(400, 404, 409, 413, 415, 422),
-    openapi_extra=upload_body(),
-)
-async def import_study(
+async def study_options(
     request: Request,
-    settings: SettingsDep,
-    file: Annotated[
-        list[UploadFile],
-        File(
-            description="the study: Ragas rows (JSON, JSONL or Ragas' CSV), RAGChecker input/results JSON, "
-            "DeepEval test cases / goldens (JSON, JSONL, CSV), or a plain CSV/JSONL with one row per "
-            "question. Several files (the field repeated) are several runs of the same questions, each "
-            "named after its file"
-        ),
-    ],
-    corpus: Annotated[
-        UploadFile | None,
-        File(description="documents (JSON/JSONL {external_id, title, text}) or a .zip/.tar.gz of text files"),
-    ] = None,
-    passages: Annotated[
-        UploadFile | None,
-        File(
-            description="gold passages beside the file: {question_id, text} or {question_id, document_id, "
-            "start, end}, one per row"
-        ),
-    ] = None,
-    ratings: Annotated[
-        list[UploadFile] | None,
-        File(
-            description="human ratings of the runs' outputs (JSON, JSONL, CSV): {question_id | question, "
-            "rater, score, rubric?, comment?, run?}; `run` names the run (its file's name) when there are "
-            "several; raters are registered as needed"
-        ),
-    ] = None,
     dataset: Annotated[
         str | None, Form(description="dataset name: created, or added to if it exists")
     ] = None,
@@ -123,25 +87,19 @@ async def import_study(
             "naming neither match the run's questions by position"
         ),
     ] = "auto",
-) -> StudyImportRead:
-    """Create (or add to) a dataset, its questions with reference answers and gold passages, a run with its
-    outputs and the file's metric columns, in one atomic import.
-
-    Passages and chunks given as text are located in the corpus: exact, then Unicode- and
-    whitespace-normalised, then fuzzy (rapidfuzz, at least `fuzzy_threshold`); each records how it was found
-    and its score. A gold passage that cannot be found rejects the import (its question and best score are
-    named); so does, with `fuzzy_word_changes=error`, one found by a fuzzy match that changes a word (the
-    answer's `located_passages` lists every passage not found verbatim, with the words that differ); a
-    retrieved chunk that cannot be found is kept as unlocated. Without a corpus, the dataset's
-    documents are used, or documents are derived from the contexts (said in `notes`).
-    """
-    limit = settings.max_upload_bytes
-    # The form is parsed already (FastAPI read the fields above from it): this reads no body.
+    preferences_columns: Annotated[
+        str | None,
+        Form(description='preference files: a JSON object field -> column, e.g. {"preference": "Choix"}'),
+    ] = None,
+) -> StudyOptions:
+    """The import's form fields (beside its files) as the import's options; 422 naming the field."""
+    # The form is parsed already (FastAPI read the fields from it): this reads no body.
     check_form_text(await request.form())
     mapping = _json_object(columns, "columns")
     rating_mapping = _json_object(ratings_columns, "ratings_columns")
+    preference_mapping = _json_object(preferences_columns, "preferences_columns")
     try:
-        options = StudyOptions(
+        return StudyOptions(
             dataset=dataset,
             dataset_id=dataset_id,
             language=language,
@@ -156,26 +114,99 @@ async def import_study(
             scores=scores,
             ratings_columns=rating_mapping,
             ratings_join=ratings_join,
+            preferences_columns=preference_mapping,
         )
     except ValidationError as exc:
         raise InvalidItems(
             "the import options are not valid",
             [ItemError(None, loc_to_field(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)],
         ) from exc
+
+
+@router.post(
+    "/studies/import",
+    status_code=201,
+    response_model=StudyImportRead,
+    responses=responses(400, 404, 409, 413, 415, 422),
+    openapi_extra=upload_body(),
+)
+async def import_study(
+    request: Request,
+    settings: SettingsDep,
+    file: Annotated[
+        list[UploadFile],
+        File(
+            description="the study: Ragas rows (JSON, JSONL or Ragas' CSV), RAGChecker input/results JSON, "
+            "DeepEval test cases / goldens (JSON, JSONL, CSV), or a plain CSV/JSONL with one row per "
+            "question. Several files (the field repeated) are several runs of the same questions, each "
+            "named after its file"
+        ),
+    ],
+    options: Annotated[StudyOptions, Depends(study_options)],
+    corpus: Annotated[
+        UploadFile | None,
+        File(description="documents (JSON/JSONL {external_id, title, text}) or a .zip/.tar.gz of text files"),
+    ] = None,
+    passages: Annotated[
+        UploadFile | None,
+        File(
+            description="gold passages beside the file: {question_id, text} or {question_id, document_id, "
+            "start, end}, one per row"
+        ),
+    ] = None,
+    ratings: Annotated[
+        list[UploadFile] | None,
+        File(
+            description="human ratings of the runs' outputs (JSON, JSONL, CSV): {question_id | question, "
+            "rater, score, rubric?, comment?, run?}; `run` names the run (its file's name) when there are "
+            "several; raters are registered as needed"
+        ),
+    ] = None,
+    preferences: Annotated[
+        list[UploadFile] | None,
+        File(
+            description="pairwise preferences between two runs' answers (JSON, JSONL, CSV): {question_id | "
+            "question, rater, preference, run_a?, run_b?, rubric?, comment?}; run_a and run_b name two of "
+            "the runs (default with two runs: the first file's and the second's); the preference is on the "
+            "rubric's scale, its high end for run B (default preference-b-over-a, -2..2)"
+        ),
+    ] = None,
+) -> StudyImportRead:
+    """Create (or add to) a dataset, its questions with reference answers and gold passages, a run with its
+    outputs and the file's metric columns, in one atomic import (with ratings and pairwise preferences of
+    the runs' answers when given).
+
+    Passages and chunks given as text are located in the corpus: exact, then Unicode- and
+    whitespace-normalised, then fuzzy (rapidfuzz, at least `fuzzy_threshold`); each records how it was found
+    and its score. A gold passage that cannot be found rejects the import (its question and best score are
+    named); so does, with `fuzzy_word_changes=error`, one found by a fuzzy match that changes a word (the
+    answer's `located_passages` lists every passage not found verbatim, with the words that differ); a
+    retrieved chunk that cannot be found is kept as unlocated. Without a corpus, the dataset's
+    documents are used, or documents are derived from the contexts (said in `notes`).
+    """
+    limit = settings.max_upload_bytes
     studies = [(await _read(f, "file", limit) or b"", f.filename) for f in file]
     files = study_plan.StudyFiles(
         study=studies[0][0],
         study_name=studies[0][1],
         more=studies[1:],
         ratings=[(await _read(f, "ratings", limit) or b"", f.filename) for f in ratings or []],
+        preferences=[(await _read(f, "preferences", limit) or b"", f.filename) for f in preferences or []],
         corpus=await _read(corpus, "corpus", limit),
         corpus_name=corpus.filename if corpus else None,
         passages=await _read(passages, "passages", limit),
         passages_name=passages.filename if passages else None,
     )
+    return await _plan_and_write(request, files, options, limit)
+
+
+async def _plan_and_write(
+    request: Request, files: study_plan.StudyFiles, options: StudyOptions, limit: int
+) -> StudyImportRead:
+    """A short read, planning (parsing, locating: CPU) outside any transaction, then one short write; a
+    plan whose snapshot another import changed is made again."""
     state = get_resources(request)
     for attempt in range(1, ATTEMPTS + 1):
-        # A short read, planning (parsing, locating: CPU) outside any transaction, then one short write.
         snap = await anyio.to_thread.run_sync(
             partial(run_transaction, state.read_session_factory, service.snapshot, options)
         )

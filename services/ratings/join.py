@@ -30,6 +30,8 @@ from services.ingest import Batch, Row
 Join = Literal["auto", "order"]
 # Fields of a ratings row that a column mapping may name.
 RATING_FIELDS = ("question_id", "question", "rater", "score", "rubric", "comment", "run")
+# Fields of a preference row beside a study import (services.studies.preferences).
+PREFERENCE_FIELDS = ("question_id", "question", "rater", "preference", "rubric", "comment", "run_a", "run_b")
 WAY_OUT = (
     "join by question text with a `question` column, map the column that holds the ids with "
     'columns={"question_id": ...}, or join=order to match rows to questions by position'
@@ -50,16 +52,22 @@ class Target:
     question: str
 
 
-def map_columns(rows: list[Row], columns: Mapping[str, str], field: str = "columns") -> list[Row]:
-    """Rename the columns a mapping names (field -> the file's column) to the fields they hold; InvalidItems
-    naming the field when a mapped column is absent."""
+def map_columns(
+    rows: list[Row],
+    columns: Mapping[str, str],
+    field: str = "columns",
+    fields: Sequence[str] = RATING_FIELDS,
+    what: str = "ratings",
+) -> list[Row]:
+    """Rename the columns a mapping names (field -> the file's column) to the fields they hold (among
+    ``fields``); InvalidItems naming the field when a mapped column is absent."""
     if not columns:
         return rows
-    unknown = sorted(set(columns) - set(RATING_FIELDS))
+    unknown = sorted(set(columns) - set(fields))
     if unknown:
         raise InvalidItems(
             f"unknown field(s) in {field}: {', '.join(unknown)}",
-            [ItemError(None, f"{field}.{u}", f"fields are {', '.join(RATING_FIELDS)}") for u in unknown],
+            [ItemError(None, f"{field}.{u}", f"fields are {', '.join(fields)}") for u in unknown],
         )
     present: list[str] = list(rows.columns or []) if isinstance(rows, Batch) else []
     if not present:
@@ -80,7 +88,7 @@ def map_columns(rows: list[Row], columns: Mapping[str, str], field: str = "colum
         else:
             rename[hit] = name
     if errors:
-        raise InvalidItems(f"{field} names columns the ratings file does not have", errors)
+        raise InvalidItems(f"{field} names columns the {what} file does not have", errors)
 
     def renamed(data: dict[str, Any]) -> dict[str, Any]:
         # A column already named like a mapped field gives way to the column mapped to it.

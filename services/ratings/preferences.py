@@ -79,6 +79,9 @@ def ensure_import_rubric(session: Session) -> Rubric:
     return rubric
 
 
+_Resolved = tuple[PreferenceIn, int, int, int, Rater, Rubric]
+
+
 def import_preferences(
     session: Session, run_a: int, run_b: int, rows: list[Row], register_raters: bool = False
 ) -> ImportReport:
@@ -91,12 +94,43 @@ def import_preferences(
     two rows of one rater on one question, or a rubric other than the one the pair is already rated with.
     """
     ra, rb = _pair(session, run_a, run_b, lock=True)
-    lo, hi = sorted((run_a, run_b))
-    mirrored = run_a > run_b
     fallback = ensure_import_rubric(session)
-    ratings, prefs = RatingRepository(session), PreferenceRepository(session)
     good, errors = validate_rows(rows, PreferenceIn)
     registered = register_named_raters(session, {i.rater for _, i in good}) if register_raters else []
+    resolved = _resolve(session, ra, rb, good, errors, fallback)
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise invalid_rows("preferences", rows, errors)
+    created, updated, unchanged, restated = _store(session, run_a, run_b, resolved)
+    notes = notes_of(rows)
+    if restated:
+        notes.append(
+            f"{restated} preference(s) were stored for an earlier answer of either run and now apply to the "
+            "current answers"
+        )
+    return ImportReport(
+        kind="preferences",
+        received=len(rows),
+        created=created,
+        updated=updated,
+        unchanged=unchanged,
+        notes=notes + registered_note(registered),
+    )
+
+
+def _resolve(
+    session: Session,
+    ra: Run,
+    rb: Run,
+    good: list[tuple[Row, PreferenceIn]],
+    errors: list[ItemError],
+    fallback: Rubric,
+) -> list[_Resolved]:
+    """Each valid row with its question, the two outputs, its rater and rubric; what does not resolve is
+    added to ``errors``."""
+    run_a, run_b = ra.id, rb.id
+    lo, hi = sorted((run_a, run_b))
+    ratings, prefs = RatingRepository(session), PreferenceRepository(session)
     raters, rubrics = ratings.raters(), ratings.rubrics()
     pair_rubrics = prefs.rubric_names(lo, hi)
     implied = implied_rubric(pair_rubrics, [item.rubric for _, item in good], rubrics, fallback.name)
@@ -104,7 +138,7 @@ def import_preferences(
     runs = RunRepository(session)
     targets = {r.id: runs.output_ids_by_question(ra.dataset_id, r.id, wanted) for r in (ra, rb)}
     errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
-    resolved: list[tuple[PreferenceIn, int, int, int, Rater, Rubric]] = []
+    resolved: list[_Resolved] = []
     for row, item in good:
         bad = len(errors)
         rubric_name = item.rubric or implied
@@ -144,11 +178,16 @@ def import_preferences(
         errors.append(
             ItemError(None, "rubric", "one pair of runs is rated on one rubric; this batch mixes several")
         )
-    if errors:
-        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise invalid_rows("preferences", rows, errors)
+    return resolved
 
-    versions = runs.output_versions([o for *_, oa, ob, _, _ in resolved for o in (oa, ob)])
+
+def _store(session: Session, run_a: int, run_b: int, resolved: list[_Resolved]) -> tuple[int, int, int, int]:
+    """Insert the new preferences and update the changed ones (stored for run_a_id < run_b_id, mirrored when
+    given for (B, A)); (created, updated, unchanged, restated for a changed answer)."""
+    lo, hi = sorted((run_a, run_b))
+    mirrored = run_a > run_b
+    prefs = PreferenceRepository(session)
+    versions = RunRepository(session).output_versions([o for *_, oa, ob, _, _ in resolved for o in (oa, ob)])
     existing = prefs.existing(lo, hi, {rater.id for *_, rater, _ in resolved})
     new: list[dict[str, object]] = []
     changed: list[dict[str, object]] = []
@@ -183,20 +222,7 @@ def import_preferences(
             changed.append({"id": stored[0], **values})
     prefs.insert_many(new)
     prefs.update_many(changed)
-    notes = notes_of(rows)
-    if restated:
-        notes.append(
-            f"{restated} preference(s) were stored for an earlier answer of either run and now apply to the "
-            "current answers"
-        )
-    return ImportReport(
-        kind="preferences",
-        received=len(rows),
-        created=len(new),
-        updated=len(changed),
-        unchanged=unchanged,
-        notes=notes + registered_note(registered),
-    )
+    return len(new), len(changed), unchanged, restated
 
 
 def list_preferences(session: Session, run_a: int, run_b: int) -> list[PreferenceRead]:

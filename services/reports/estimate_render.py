@@ -34,7 +34,8 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def _why(exc: ServiceError) -> str:
+def why_not_computed(exc: ServiceError) -> str:
+    """What a section says in place of a figure that cannot be computed."""
     if isinstance(exc, InvalidItems) and exc.items:
         return "; ".join(i.reason for i in exc.items)
     return str(exc.detail)
@@ -196,11 +197,11 @@ def page_sections(session: Session, settings: Settings, run_id: int, k: int) -> 
         est: RunEstimate | None = build_estimate(session, settings, run_id, k=k)
         why = None
     except ServiceError as exc:
-        est, why = None, _why(exc)
+        est, why = None, why_not_computed(exc)
     out = estimate_section(est, why)
     try:
         sens: JudgeSensitivity | None = build_sensitivity(session, settings, run_id)
         why = None
     except ServiceError as exc:
-        sens, why = None, _why(exc)
+        sens, why = None, why_not_computed(exc)
     return out + sensitivity_section(sens, why)

@@ -1,5 +1,6 @@
 """The report as Markdown, for a pull request or a wiki page: warnings, coverage, agreement, one table per
-analysis with its verdict, and the metrics that were not computed with the reason."""
+analysis with its verdict, the metrics that were not computed with the reason, and for one run its human
+score estimated from the rated outputs (PPI), as on the report page."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from html import escape
 
 from services.reports import text
+from services.reports.estimate_schemas import MeanEstimate, RunEstimate, WidthPlan
 from services.reports.schemas import ReportRead
 
 
@@ -28,7 +30,8 @@ def _code(value: str) -> str:
     return f"{fence}{pad}{one_line}{pad}{fence}"
 
 
-def render(report: ReportRead, links: dict[str, str] | None = None) -> str:
+def render(report: ReportRead, links: dict[str, str] | None = None, extra: str = "") -> str:
+    """The report; ``extra`` (Markdown): sections beside it, appended (the single run's estimate)."""
     out = [f"# Which metrics track your raters? — {_text(text.runs_label(report))}", ""]
     for w in report.warnings:
         out.append(f"> **Warning ({_text(w.scope)}):** {_text(w.message)}")
@@ -96,4 +99,82 @@ def render(report: ReportRead, links: dict[str, str] | None = None) -> str:
             out += ["", _text(text.PASS_FAIL_FOOTNOTE)]
     if any(m.pearson.ci_clipped for a in report.analyses for m in a.metrics):
         out += ["", "\\* interval clipped to [-1, 1]."]
+    return "\n".join(out) + "\n" + extra
+
+
+def _interval(e: MeanEstimate) -> str:
+    """[low, high], starred when clipped to the rubric's scale (the note under the table says so)."""
+    return f"[{e.ci_low:.2f}, {e.ci_high:.2f}]" + ("\\*" if e.ci_clipped else "")
+
+
+def _width_plan(plan: WidthPlan) -> str:
+    if plan.n_rated_needed is None:
+        return f"not reachable (all rated: {plan.width_if_all_rated:.2f})"
+    if plan.more_ratings == 0:
+        return "reached"
+    return f"{plan.more_ratings} more ({plan.n_rated_needed} in all)"
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+ESTIMATE_TITLE = "The run's human score from the rated outputs (prediction-powered)"
+
+
+def estimate_section(est: RunEstimate | None, why: str | None = None) -> str:
+    """The single run's PPI estimate as a Markdown section (the report page's estimate section), or why it
+    was not computed; user text HTML escaped as in the rest of the report."""
+    out = ["", f"## {ESTIMATE_TITLE}", ""]
+    if est is None:
+        return "\n".join([*out, f"Not computed because {_text(why or '')}.", ""])
+    ro = est.rated_only
+    under = (
+        f" ({est.n_under_min_raters} more with too few raters count as unrated)"
+        if est.n_under_min_raters
+        else ""
+    )
+    out += [
+        f"{est.n_rated} of {est.n_outputs} outputs rated{under}. Rated only: **{ro.estimate:.2f}** "
+        f"{_interval(ro)} (width {ro.width:.2f}; {_text(est.rated_only_plan.note)}). "
+        f"**{_text(est.narrowest_note)}**.",
+        "",
+        _text(est.rated_items),
+    ]
+    for w in est.warnings:
+        out += ["", f"> **Warning ({_text(w.scope)}):** {_text(w.message)}"]
+    out += [
+        "",
+        "| metric | r with humans (rated) | λ | estimate [95 % CI] | width vs rated-only | ratings for width "
+        f"{est.target_width:g} | not computed because |",
+        "|---|---:|---:|---|---:|---|---|",
+        f"| (rated only) | — | 0 | {ro.estimate:.2f} {_interval(ro)} | 1.00 | "
+        f"{_cell(_width_plan(est.rated_only_plan))} |  |",
+    ]
+    for r in est.metrics:
+        name = f"**{_cell(r.metric)}**" if r.metric == est.narrowest else _cell(r.metric)
+        if r.ppi is None:
+            out.append(f"| {name} |  |  |  |  |  | {_cell(r.undefined_reason or '')} |")
+            continue
+        imputed = f"{r.n_imputed} outputs without a value" if r.n_imputed else ""
+        out.append(
+            f"| {name} | {_num(r.metric_human_r)} | {_num(r.lam)} | {r.ppi.estimate:.2f} {_interval(r.ppi)} "
+            f"| {_num(r.width_ratio)} | {_cell(_width_plan(r.plan)) if r.plan else '—'} | {imputed} |"
+        )
+    clipped = [x.ci_clipped for x in [ro, *(r.ppi for r in est.metrics)] if x is not None and x.ci_clipped]
+    if clipped:
+        out += [
+            "",
+            "\\* " + _text(clipped[0].split(" (computed")[0]) + ": the computed limits went past it (",
+        ]
+        out[-1] += "; ".join(_text(n.split("(computed: ", 1)[1].rstrip(")")) for n in clipped) + ")."
+    if est.not_computed:
+        groups = text.not_computed_groups(est.not_computed)
+        out += [
+            "",
+            f"{len(est.not_computed)} catalogue metrics have no scores on this run and predict nothing here: "
+            + "; ".join(f"{len(names)} {_text(reason)}" for reason, names in groups)
+            + ".",
+        ]
+    out += ["", f"Method: {_text(est.method)} Assumptions: " + " ".join(_text(a) for a in est.assumptions)]
     return "\n".join(out) + "\n"

@@ -9,9 +9,12 @@ from urllib.parse import quote
 from sqlalchemy.orm import Session
 
 from services.config import Settings
-from services.reports import figure, html
+from services.errors import ServiceError
+from services.reports import figure, html, markdown
 from services.reports.drilldown import metric_items
-from services.reports.estimate_render import page_sections
+from services.reports.estimate_render import page_sections, why_not_computed
+from services.reports.estimate_schemas import RunEstimate
+from services.reports.estimates import build_estimate
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
 
@@ -90,6 +93,19 @@ def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: lis
     from services.reports.comparisons import page_sections as comparison_sections
 
     return comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])
+
+
+def markdown_sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
+    """The Markdown report's sections beside the report: for one run, its human score from the rated
+    outputs (PPI), as on the page (or why it is not computed); none for pooled runs."""
+    if len(run_ids) != 1:
+        return ""
+    try:
+        est: RunEstimate | None = build_estimate(session, settings, run_ids[0], k=section_options(rep)["k"])
+        why = None
+    except ServiceError as exc:
+        est, why = None, why_not_computed(exc)
+    return markdown.estimate_section(est, why)
 
 
 def page(

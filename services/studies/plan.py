@@ -35,6 +35,8 @@ class StudyFiles:
     more: list[tuple[bytes, str | None]] = field(default_factory=list)
     # Ratings of the runs' outputs (services.ratings.join says how rows find their output).
     ratings: list[tuple[bytes, str | None]] = field(default_factory=list)
+    # Pairwise preferences between two of the runs' answers (services.studies.preferences).
+    preferences: list[tuple[bytes, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -122,6 +124,28 @@ class RatingsPlan:
 
 
 @dataclass
+class PreferencePlan:
+    run_a: int  # index into Plan.runs
+    run_b: int
+    output_a: int  # index into run A's outputs
+    output_b: int
+    question: int  # index into Plan.questions
+    rater: str
+    rubric: str
+    preference: int  # as the row gives it: on the rubric's scale, its high end for run B
+    comment: str | None
+
+
+@dataclass
+class PreferencesPlan:
+    files: int
+    received: int
+    preferences: list[PreferencePlan]
+    raters: list[str]  # every rater the files name
+    notes: list[str]
+
+
+@dataclass
 class Plan:
     snapshot: Snapshot
     options: StudyOptions
@@ -134,6 +158,7 @@ class Plan:
     questions: list[QuestionPlan]
     ratings: RatingsPlan | None
     document_counts: Counts
+    preferences: PreferencesPlan | None = None
     located: list[LocatedPassage] = field(default_factory=list)
     passage_notes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

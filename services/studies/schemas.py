@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.corpus import DEFAULT_THRESHOLD
+from services.ratings.schemas import PREFERENCE_IMPORT_RUBRIC_NAME
+from services.types import Integer
 
 StudyFormat = Literal["auto", "ragas", "ragchecker", "deepeval", "mapped"]
 FIELDS = (
@@ -69,6 +71,11 @@ class StudyOptions(BaseModel):
         description="auto: a rating finds its question by question_id, else by its text (exact, then "
         "normalised); order: rows naming neither match the run's questions by position",
     )
+    preferences_columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="preference files: field -> the file's column, fields among "
+        "question_id, question, rater, preference, rubric, comment, run_a, run_b",
+    )
 
     @field_validator("columns")
     @classmethod
@@ -83,6 +90,42 @@ class StudyOptions(BaseModel):
         if (self.dataset is None) == (self.dataset_id is None):
             raise ValueError("give the dataset's name (dataset) or the id of an existing one (dataset_id)")
         return self
+
+
+class StudyPreferenceIn(BaseModel):
+    """One row of a preference file beside the study: a rater's preference between two runs' answers to
+    one question (the rows of POST /preferences, with the question found like a rating's and the runs named
+    by the import's run names)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    question_id: str | None = Field(default=None, min_length=1, description="external id of the question")
+    question: str | None = Field(
+        default=None,
+        description="the question's text, when the row has no question_id (joined like a rating)",
+    )
+    run_a: str | None = Field(
+        default=None, description="name of run A (default, with two runs: the first study file's run)"
+    )
+    run_b: str | None = Field(
+        default=None, description="name of run B (default, with two runs: the second study file's run)"
+    )
+    rater: str = Field(min_length=1, description="name of the rater (registered when missing)")
+    preference: Integer = Field(
+        description="on the rubric's scale, its high end for run B's answer (default rubric -2..2: "
+        "-2 = A much better, 0 = as good, 2 = B much better)"
+    )
+    rubric: str | None = Field(
+        default=None,
+        description="rubric name; default: the one rubric the pair's rows name, else "
+        f"{PREFERENCE_IMPORT_RUBRIC_NAME!r} (-2..2)",
+    )
+    comment: str | None = None
+
+    @field_validator("question_id", "question", "run_a", "run_b", "rubric", "comment", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 class DatasetRef(BaseModel):
@@ -187,6 +230,22 @@ class RatingsInfo(BaseModel):
     by_run: dict[str, int] = Field(description="run name -> ratings imported for it")
 
 
+class PreferencePairInfo(BaseModel):
+    run_a: str = Field(description="the pair's first run in the import's order (its study file came first)")
+    run_b: str = Field(description="the pair's second run; rows given for (run_b, run_a) count here too")
+    rubric: str
+    created: int
+
+
+class PreferencesInfo(BaseModel):
+    files: int
+    received: int
+    created: int
+    raters: list[str] = Field(description="the raters the files name")
+    raters_created: list[str] = Field(description="raters registered by this import for the preferences")
+    pairs: list[PreferencePairInfo] = Field(description="preferences imported per pair of runs")
+
+
 class StudyImportRead(BaseModel):
     dataset: DatasetRef
     run: RunRef | None = Field(description="the run of the first study file (every run: runs)")
@@ -203,6 +262,10 @@ class StudyImportRead(BaseModel):
     chunks: Located
     scores: ScoresInfo
     ratings: RatingsInfo | None
+    preferences: PreferencesInfo | None = Field(
+        default=None,
+        description="pairwise preferences between the import's runs (GET /preferences lists them)",
+    )
     fuzzy_threshold: float
     fuzzy_word_changes: Literal["error", "warn"]
     notes: list[str]

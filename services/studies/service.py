@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -28,11 +29,7 @@ from sqlalchemy.orm import Session
 from services.corpus import Corpus, Match, word_changes
 from services.csvread import to_float
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
-from services.ingest import Batch, Row
-from services.ratings.join import Target, map_columns
-from services.ratings.join import resolve as join_ratings
 from services.ratings.repository import RatingRepository
-from services.ratings.schemas import DEFAULT_RUBRIC_NAME, RatingIn
 from services.scores.external import (
     detect_library,
     directions,
@@ -40,30 +37,29 @@ from services.scores.external import (
     resolve,
 )
 from services.studies.files import CorpusDoc, read_corpus, read_passages
-from services.studies.formats import Context, ParsedStudy, StudyRow, parse_study, read_table
+from services.studies.formats import Context, ParsedStudy, StudyRow, parse_study
 from services.studies.plan import (
     DocPlan,
     OutputPlan,
     Plan,
     QuestionPlan,
-    RatingPlan,
-    RatingsPlan,
     RunPlan,
     Snapshot,
     SpanPlan,
     StudyFiles,
 )
+from services.studies.preferences import plan_preferences
+from services.studies.ratings import plan_ratings
 from services.studies.repository import StoredQuestion, StudyRepository
 from services.studies.schemas import (
     Counts,
     FileInfo,
     Located,
     LocatedPassage,
-    QuestionCounts,
     StudyOptions,
     WordChange,
 )
-from services.validation import invalid_rows, validate_rows
+from services.validation import invalid_rows
 
 DERIVED = "contexts"
 
@@ -282,22 +278,104 @@ def count_located(spans: Sequence[SpanPlan]) -> Located:
     )
 
 
+@dataclass
+class _Inputs:
+    """The study files parsed, their rows numbered across the files."""
+
+    sources: list[tuple[bytes, str | None]]
+    parsed: list[ParsedStudy]
+    rows: list[StudyRow]
+    origin: dict[int, tuple[int, int]]  # index in ``rows`` -> (file, index in the file)
+
+
+@dataclass
+class _Documents:
+    """The planned documents and how a passage or chunk finds its span in them."""
+
+    docs: list[DocPlan]
+    counts: Counts
+    source: str
+    locator: _Locator
+    where_derived: dict[str, SpanPlan]
+
+    def place(self, ctx: Context) -> SpanPlan | str | Match:
+        if ctx.start is not None:
+            return _given(ctx, self.locator.by_ext, self.docs)
+        assert ctx.text is not None
+        if self.source == "derived":
+            return self.where_derived[ctx.text.strip()]
+        m = self.locator.locate(ctx.text, ctx.document_id)
+        if not m.located:
+            return m
+        return SpanPlan(m.doc, m.start, m.end, m.how, m.score)
+
+
 def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: int) -> Plan:
     """Parse, locate and validate everything; raises InvalidItems listing every bad row, or WrongKind.
 
     Several study files are several runs of one set of questions: a question is one question whichever
     files hold it (by its id, else by its text), its reference answer and gold passages taken from the
     first file that gives them."""
+    errors: list[ItemError] = []
+    notes: list[str] = []
+    inputs = _parse_files(files, options, errors, notes)
+    ids, reps = _identify(snap, inputs, errors)
+    inputs.rows = [r for r in inputs.rows if r.index in ids]
+    extra_gold = _extra_gold(files, inputs.rows, ids, reps, errors, notes)
+    texts = [
+        c.text
+        for r in inputs.rows
+        for c in (*r.gold, *extra_gold.get(ids[r.index], ()), *r.retrieved)
+        if c.text is not None and c.start is None
+    ]
+    docs = _documents(snap, files, texts, options, max_bytes, errors, notes)
+    questions, located = _plan_questions(snap, reps, ids, extra_gold, docs, options, errors)
+    q_index = {q.external_id: i for i, q in enumerate(questions)}
+    runs = _plan_runs(inputs, ids, q_index, docs, options, errors, notes)
+    fmt = inputs.parsed[0].format
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise invalid_rows(
+            f"{fmt} study",
+            [r for ps in inputs.parsed for r in ps.table.rows],
+            [_local(e, inputs.origin, inputs.sources) for e in errors],
+        )
+    if not questions:
+        raise InvalidItems("the file has no question", [ItemError(None, "file", "no rows")])
+    ratings = plan_ratings(snap, files, options, runs, questions)
+    known = snap.raters | set(ratings.raters if ratings else [])
+    preferences = plan_preferences(snap, files, options, runs, questions, known)
+    passage_notes = _closing_notes(fmt, questions, located, runs, notes)
+    return Plan(
+        snapshot=snap,
+        options=options,
+        runs=runs,
+        files=[_file_info(ps, name) for ps, (_, name) in zip(inputs.parsed, inputs.sources, strict=True)],
+        formats=[ps.format for ps in inputs.parsed],
+        corpus_source=docs.source,
+        corpus_name=files.corpus_name,
+        documents=docs.docs,
+        questions=questions,
+        ratings=ratings,
+        preferences=preferences,
+        located=located,
+        passage_notes=passage_notes,
+        document_counts=docs.counts,
+        notes=notes,
+    )
+
+
+def _parse_files(
+    files: StudyFiles, options: StudyOptions, errors: list[ItemError], notes: list[str]
+) -> _Inputs:
+    """Every study file parsed; its rows renumbered across the files (``origin`` maps them back)."""
     sources = [(files.study, files.study_name), *files.more]
     parsed_files = [
         parse_study(raw, name, options.format, options.columns, options.list_separator)
         for raw, name in sources
     ]
-    parsed: ParsedStudy = parsed_files[0]
-    errors: list[ItemError] = []
     rows: list[StudyRow] = []
-    origin: dict[int, tuple[int, int]] = {}  # index in ``rows`` -> (file, index in the file)
-    notes: list[str] = []
+    origin: dict[int, tuple[int, int]] = {}
     for f, ps in enumerate(parsed_files):
         errors += [_global(e, f, origin, sources) for e in ps.errors]
         notes += ps.table.notes
@@ -305,22 +383,26 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             origin[len(origin)] = (f, r.index)
             r.file, r.index = f, len(origin) - 1
             rows.append(r)
-    fmt = parsed.format
+    return _Inputs(sources, parsed_files, rows, origin)
 
-    # Question identities: given, else the id another file gives this text, else the stored question with
-    # exactly this text, else made from the text.
-    stored_by_ext = {q.external_id: q for q in snap.questions}
+
+def _identify(
+    snap: Snapshot, inputs: _Inputs, errors: list[ItemError]
+) -> tuple[dict[int, str], dict[str, StudyRow]]:
+    """Question identities: given, else the id another file gives this text, else the stored question with
+    exactly this text, else made from the text. Returns the id of every accepted row and the first row of
+    each question, completed from the later ones."""
     stored_by_text: dict[str, list[StoredQuestion]] = {}
     for q in snap.questions:
         stored_by_text.setdefault(q.question, []).append(q)
     given_by_text: dict[str, set[str]] = {}
-    for r in rows:
+    for r in inputs.rows:
         if r.question_id:
             given_by_text.setdefault(r.question.strip(), set()).add(r.question_id)
     ids: dict[int, str] = {}
     first: dict[tuple[int, str], StudyRow] = {}
-    reps: dict[str, StudyRow] = {}  # the first row of each question, completed from the later ones
-    for r in rows:
+    reps: dict[str, StudyRow] = {}
+    for r in inputs.rows:
         ext = r.question_id
         if ext is None:
             named = given_by_text.get(r.question.strip(), set())
@@ -336,7 +418,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             continue
         if (r.file, ext) in first:
             prev = first[(r.file, ext)]
-            where = f"line {prev.line}" if prev.line is not None else f"index {origin[prev.index][1]}"
+            where = f"line {prev.line}" if prev.line is not None else f"index {inputs.origin[prev.index][1]}"
             what = "question id" if r.question_id else "question"
             errors.append(
                 ItemError(
@@ -355,36 +437,57 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             rep.gold = rep.gold or r.gold
             rep.types = rep.types or r.types
             rep.answerable = rep.answerable if rep.answerable is not None else r.answerable
-    rows = [r for r in rows if r.index in ids]
+    return ids, reps
 
-    # Gold passages given beside the files.
+
+def _extra_gold(
+    files: StudyFiles,
+    rows: list[StudyRow],
+    ids: dict[int, str],
+    reps: dict[str, StudyRow],
+    errors: list[ItemError],
+    notes: list[str],
+) -> dict[str, list[Context]]:
+    """Gold passages given beside the files, by question id (found by id, else by the question's text)."""
     extra_gold: dict[str, list[Context]] = {}
-    if files.passages is not None:
-        gold_rows, gold_errors, gold_notes = read_passages(files.passages, files.passages_name)
-        notes += gold_notes
-        by_text: dict[str, set[str]] = {}
-        for r in rows:
-            by_text.setdefault(r.question.strip(), set()).add(ids[r.index])
-        for e in gold_errors:
-            errors.append(ItemError(None, f"passages[{e.index}].{e.field}", e.reason, e.line))
-        for g in gold_rows:
-            target = g.question_id if g.question_id in reps else None
-            if target is None and g.question is not None:
-                hits = by_text.get(g.question.strip(), set())
-                target = next(iter(hits)) if len(hits) == 1 else None
-            if target is None:
-                errors.append(
-                    ItemError(
-                        None,
-                        f"passages[{g.index}]",
-                        f"no question {g.question_id or g.question!r} in the study file",
-                        g.line,
-                    )
+    if files.passages is None:
+        return extra_gold
+    gold_rows, gold_errors, gold_notes = read_passages(files.passages, files.passages_name)
+    notes += gold_notes
+    by_text: dict[str, set[str]] = {}
+    for r in rows:
+        by_text.setdefault(r.question.strip(), set()).add(ids[r.index])
+    for e in gold_errors:
+        errors.append(ItemError(None, f"passages[{e.index}].{e.field}", e.reason, e.line))
+    for g in gold_rows:
+        target = g.question_id if g.question_id in reps else None
+        if target is None and g.question is not None:
+            hits = by_text.get(g.question.strip(), set())
+            target = next(iter(hits)) if len(hits) == 1 else None
+        if target is None:
+            errors.append(
+                ItemError(
+                    None,
+                    f"passages[{g.index}]",
+                    f"no question {g.question_id or g.question!r} in the study file",
+                    g.line,
                 )
-                continue
-            extra_gold.setdefault(target, []).append(g.passage)
+            )
+            continue
+        extra_gold.setdefault(target, []).append(g.passage)
+    return extra_gold
 
-    # Documents: the dataset's, plus the corpus; or derived from the contexts.
+
+def _documents(
+    snap: Snapshot,
+    files: StudyFiles,
+    texts: list[str],
+    options: StudyOptions,
+    max_bytes: int,
+    errors: list[ItemError],
+    notes: list[str],
+) -> _Documents:
+    """Documents: the dataset's, plus the corpus; or derived from the contexts (``texts``)."""
     corpus_file = (
         read_corpus(files.corpus, files.corpus_name, max_bytes) if files.corpus is not None else None
     )
@@ -395,12 +498,6 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     )
     derived_only = bool(docs) and all((d.meta or {}).get("derived_from") == DERIVED for d in docs)
     source = "corpus" if corpus_file else ("existing" if docs and not derived_only else "derived")
-    texts = [
-        c.text
-        for r in rows
-        for c in (*r.gold, *extra_gold.get(ids[r.index], ()), *r.retrieved)
-        if c.text is not None and c.start is None
-    ]
     where_derived: dict[str, SpanPlan] = {}
     if source == "derived":
         before = len(docs)
@@ -415,67 +512,83 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
     locator = _Locator(docs, options.fuzzy_threshold)
     if source != "derived":
         locator.prepare(texts)
+    counts = Counts(
+        received=len(corpus_file.documents) if corpus_file else d_created,
+        created=d_created,
+        updated=d_updated,
+        unchanged=d_unchanged if corpus_file else len(snap.documents),
+    )
+    return _Documents(docs, counts, source, locator, where_derived)
 
-    def place(ctx: Context) -> SpanPlan | str | Match:
-        if ctx.start is not None:
-            return _given(ctx, locator.by_ext, docs)
-        assert ctx.text is not None
-        if source == "derived":
-            return where_derived[ctx.text.strip()]
-        m = locator.locate(ctx.text, ctx.document_id)
-        if not m.located:
-            return m
-        return SpanPlan(m.doc, m.start, m.end, m.how, m.score)
 
-    # Questions and their gold passages.
+def _place_gold(
+    r: StudyRow,
+    ext: str,
+    gold: list[Context],
+    docs: _Documents,
+    options: StudyOptions,
+    errors: list[ItemError],
+    located: list[LocatedPassage],
+) -> tuple[list[SpanPlan], bool]:
+    """The spans of one question's gold passages, and whether any was refused (listed in ``errors``)."""
+    gold_field = _field(r, "gold_passages", "gold_passages") if r.gold else "passages"
+    spans: list[SpanPlan] = []
+    bad = False
+    for i, ctx in enumerate(gold):
+        placed = docs.place(ctx)
+        fname = f"{gold_field}[{i}]" if i < len(r.gold) else f"passages (beside the file) [{i - len(r.gold)}]"
+        if isinstance(placed, str):
+            errors.append(ItemError(r.index, fname, f"question {ext!r}: {placed}", r.line))
+            bad = True
+        elif isinstance(placed, Match):
+            if placed.score is None:
+                why = "no document shares two consecutive words with it"
+            else:
+                assert placed.best_doc is not None
+                why = (
+                    f"best match {placed.score:.1f} in document {docs.docs[placed.best_doc].external_id!r}, "
+                    f"below the threshold {options.fuzzy_threshold:g}"
+                )
+            errors.append(
+                ItemError(
+                    r.index,
+                    fname,
+                    f"question {ext!r} ({r.question[:60]!r}): gold passage not found in the corpus ({why})",
+                    r.line,
+                )
+            )
+            bad = True
+        else:
+            spans.append(placed)
+            if placed.how in ("normalized", "fuzzy") and ctx.text is not None:
+                lp = _located(ext, len(spans) - 1, ctx.text, placed, docs.docs)
+                located.append(lp)
+                if lp.word_changes and options.fuzzy_word_changes == "error":
+                    errors.append(ItemError(r.index, fname, _word_change_text(lp, r.question), r.line))
+                    bad = True
+    return spans, bad
+
+
+def _plan_questions(
+    snap: Snapshot,
+    reps: dict[str, StudyRow],
+    ids: dict[int, str],
+    extra_gold: dict[str, list[Context]],
+    docs: _Documents,
+    options: StudyOptions,
+    errors: list[ItemError],
+) -> tuple[list[QuestionPlan], list[LocatedPassage]]:
+    """Questions and their gold passages, each to create, update or keep."""
+    stored_by_ext = {q.external_id: q for q in snap.questions}
     stored_passages: dict[int, list[tuple[int, int, int]]] = {}
     for sp in snap.passages:
         stored_passages.setdefault(sp.question_id, []).append((sp.document_id, sp.start, sp.end))
     questions: list[QuestionPlan] = []
     located: list[LocatedPassage] = []
-    q_index: dict[str, int] = {}
-    q_counts = QuestionCounts(received=len(reps))
     for r in reps.values():
         ext = ids[r.index]
         gold = [*r.gold, *extra_gold.get(ext, [])]
-        gold_field = _field(r, "gold_passages", "gold_passages") if r.gold else "passages"
-        spans: list[SpanPlan] = []
-        bad = False
-        for i, ctx in enumerate(gold):
-            placed = place(ctx)
-            fname = (
-                f"{gold_field}[{i}]" if i < len(r.gold) else f"passages (beside the file) [{i - len(r.gold)}]"
-            )
-            if isinstance(placed, str):
-                errors.append(ItemError(r.index, fname, f"question {ext!r}: {placed}", r.line))
-                bad = True
-            elif isinstance(placed, Match):
-                if placed.score is None:
-                    why = "no document shares two consecutive words with it"
-                else:
-                    assert placed.best_doc is not None
-                    why = (
-                        f"best match {placed.score:.1f} in document {docs[placed.best_doc].external_id!r}, "
-                        f"below the threshold {options.fuzzy_threshold:g}"
-                    )
-                errors.append(
-                    ItemError(
-                        r.index,
-                        fname,
-                        f"question {ext!r} ({r.question[:60]!r}): gold passage not found in the corpus "
-                        f"({why})",
-                        r.line,
-                    )
-                )
-                bad = True
-            else:
-                spans.append(placed)
-                if placed.how in ("normalized", "fuzzy") and ctx.text is not None:
-                    lp = _located(ext, len(spans) - 1, ctx.text, placed, docs)
-                    located.append(lp)
-                    if lp.word_changes and options.fuzzy_word_changes == "error":
-                        errors.append(ItemError(r.index, fname, _word_change_text(lp, r.question), r.line))
-                        bad = True
+        spans, bad = _place_gold(r, ext, gold, docs, options, errors, located)
         stored = stored_by_ext.get(ext)
         answerable = r.answerable if r.answerable is not None else (stored.answerable if stored else True)
         reference = (
@@ -483,12 +596,14 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             if r.reference_answer is not None
             else (stored.reference_answer if stored else None)
         )
-        if not answerable and (reference is not None or spans):
+        # An unanswerable question's reference answer is the expected refusal, as POST .../questions keeps it.
+        if not answerable and spans:
             errors.append(
                 ItemError(
                     r.index,
                     _field(r, "answerable", "answerable"),
-                    "an unanswerable question has no reference answer and no gold passages",
+                    "an unanswerable question (answerable=false) carries no gold passages; its reference "
+                    "answer, if given, is the expected refusal",
                     r.line,
                 )
             )
@@ -502,7 +617,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             plan_q.stored_id, plan_q.meta = stored.id, stored.meta
             old = stored_passages.get(stored.id, [])
             same_passages = passages is None or old == [
-                (docs[s.doc].stored_id, s.start, s.end) for s in passages if s.doc is not None
+                (docs.docs[s.doc].stored_id, s.start, s.end) for s in passages if s.doc is not None
             ]
             same = (stored.question, stored.reference_answer, stored.answerable, stored.types) == (
                 r.question,
@@ -511,20 +626,28 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
                 types,
             )
             plan_q.action = "keep" if same and same_passages else "update"
-        q_index[ext] = len(questions)
         questions.append(plan_q)
-    q_counts.created = sum(q.action == "create" for q in questions)
-    q_counts.updated = sum(q.action == "update" for q in questions)
-    q_counts.unchanged = sum(q.action == "keep" for q in questions)
-    q_counts.with_reference_answer = sum(q.reference_answer is not None for q in questions)
-    q_counts.with_gold_passages = sum(bool(q.passages) for q in questions)
+    return questions, located
 
-    # One run per file: its outputs, their chunks and the file's metric columns.
+
+def _plan_runs(
+    inputs: _Inputs,
+    ids: dict[int, str],
+    q_index: dict[str, int],
+    docs: _Documents,
+    options: StudyOptions,
+    errors: list[ItemError],
+    notes: list[str],
+) -> list[RunPlan]:
+    """One run per file: its outputs, their chunks and the file's metric columns."""
     runs: list[RunPlan] = []
     taken_names: dict[str, int] = {}
-    for f, ps in enumerate(parsed_files):
-        file_rows = [r for r in rows if r.file == f]
-        run = _run_plan(f, ps, sources[f][1], file_rows, ids, q_index, place, locator, options, errors, notes)
+    for f, ps in enumerate(inputs.parsed):
+        file_rows = [r for r in inputs.rows if r.file == f]
+        name = inputs.sources[f][1]
+        run = _run_plan(
+            f, ps, name, file_rows, ids, q_index, docs.place, docs.locator, options, errors, notes
+        )
         if run is None:
             continue
         if run.name in taken_names:
@@ -538,18 +661,17 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             )
         taken_names[run.name] = f
         runs.append(run)
+    return runs
 
-    if errors:
-        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise invalid_rows(
-            f"{fmt} study",
-            [r for ps in parsed_files for r in ps.table.rows],
-            [_local(e, origin, sources) for e in errors],
-        )
-    if not questions:
-        raise InvalidItems("the file has no question", [ItemError(None, "file", "no rows")])
-    ratings = _plan_ratings(snap, files, options, runs, questions)
 
+def _closing_notes(
+    fmt: str,
+    questions: list[QuestionPlan],
+    located: list[LocatedPassage],
+    runs: list[RunPlan],
+    notes: list[str],
+) -> list[str]:
+    """Notes on what the import cannot give (added to ``notes``); returns the notes on the passages."""
     if fmt == "ragchecker" and not any(q.passages for q in questions):
         notes.append(
             "RAGChecker files carry no gold passages: the report's analysis 1 works, analyses 2 and 3 need "
@@ -571,124 +693,7 @@ def plan(snap: Snapshot, files: StudyFiles, options: StudyOptions, max_bytes: in
             f"{unlocated} retrieved chunk(s) were not found in the corpus (kept, marked unlocated): their "
             "outputs have no word-level recall"
         )
-    return Plan(
-        snapshot=snap,
-        options=options,
-        runs=runs,
-        files=[_file_info(ps, name) for ps, (_, name) in zip(parsed_files, sources, strict=True)],
-        formats=[ps.format for ps in parsed_files],
-        corpus_source=source,
-        corpus_name=files.corpus_name,
-        documents=docs,
-        questions=questions,
-        ratings=ratings,
-        located=located,
-        passage_notes=passage_notes,
-        document_counts=Counts(
-            received=len(corpus_file.documents) if corpus_file else d_created,
-            created=d_created,
-            updated=d_updated,
-            unchanged=d_unchanged if corpus_file else len(snap.documents),
-        ),
-        notes=notes,
-    )
-
-
-def _plan_ratings(
-    snap: Snapshot,
-    files: StudyFiles,
-    options: StudyOptions,
-    runs: list[RunPlan],
-    questions: list[QuestionPlan],
-) -> RatingsPlan | None:
-    """Ratings files joined to the runs of the import (by run name, then by question id, text or position);
-    InvalidItems naming the file's field for every row that cannot be placed."""
-    if not files.ratings:
-        return None
-    if not runs:
-        raise InvalidItems(
-            "ratings need a run: the study files have no answers",
-            [ItemError(None, "ratings", "no run in the import")],
-        )
-    targets = {
-        run.name: [
-            Target(questions[o.question].external_id, questions[o.question].question) for o in run.outputs
-        ]
-        for run in runs
-    }
-    run_index = {run.name: i for i, run in enumerate(runs)}
-    output_index = {
-        (run.name, questions[o.question].external_id): j for run in runs for j, o in enumerate(run.outputs)
-    }
-    errors: list[ItemError] = []
-    all_rows: list[Row] = []
-    out: list[RatingPlan] = []
-    notes: list[str] = []
-    received = 0
-    seen: dict[tuple[str, str, str], tuple[str, int | None]] = {}
-    for n, (raw, name) in enumerate(files.ratings):
-        prefix = "ratings." if len(files.ratings) == 1 else f"ratings[{n}] ({name or 'file'})."
-        table = read_table(raw, name, "ratings")
-        notes += table.notes
-        batch = Batch(table.rows, table.notes, table.columns)
-        received += len(batch)
-        all_rows += batch
-        good, bad = validate_rows(map_columns(batch, options.ratings_columns, "ratings_columns"), RatingIn)
-        errors += [ItemError(e.index, prefix + e.field, e.reason, e.line) for e in bad]
-        items = {r.index: item for r, item in good}
-        joined, join_errors = join_ratings(
-            [Row(r.index, r.line, item.model_dump()) for r, item in good],
-            targets,
-            options.ratings_join,
-            field_prefix=prefix,
-        )
-        errors += join_errors
-        for r, run_name, ext in joined:
-            item = items[r.index]
-            rubric = item.rubric or DEFAULT_RUBRIC_NAME
-            scale = snap.rubrics.get(rubric, (1, 5) if rubric == DEFAULT_RUBRIC_NAME else None)
-            if scale is None:
-                errors.append(ItemError(r.index, prefix + "rubric", f"unknown rubric {rubric!r}", r.line))
-                continue
-            if not scale[0] <= item.score <= scale[1]:
-                reason = f"{item.score} is outside the scale {scale[0]}..{scale[1]} of {rubric!r}"
-                errors.append(ItemError(r.index, prefix + "score", reason, r.line))
-                continue
-            key = (run_name, ext, item.rater)
-            if key in seen:
-                where = f"{seen[key][0]} line {seen[key][1]}"
-                reason = (
-                    f"a second rating by {item.rater!r} of question {ext!r} in run {run_name!r} ({where})"
-                )
-                errors.append(ItemError(r.index, prefix + "question_id", reason, r.line))
-                continue
-            seen[key] = (name or "ratings", r.line)
-            out.append(
-                RatingPlan(
-                    run_index[run_name],
-                    output_index[(run_name, ext)],
-                    item.rater,
-                    rubric,
-                    item.score,
-                    item.comment,
-                )
-            )
-    for i, run in enumerate(runs):
-        used = sorted({p.rubric for p in out if p.run == i})
-        if len(used) > 1:
-            errors.append(
-                ItemError(
-                    None, "ratings", f"run {run.name!r} is rated on {used}: one run is rated on one rubric"
-                )
-            )
-    if errors:
-        errors.sort(key=lambda e: (e.field.split(".")[0], e.index if e.index is not None else -1))
-        raise invalid_rows("ratings", all_rows, errors)
-    raters = sorted({p.rater for p in out})
-    new = [r for r in raters if r not in snap.raters]
-    if new:
-        notes.append(f"{len(new)} rater(s) registered from the ratings: {', '.join(new)}")
-    return RatingsPlan(len(files.ratings), received, out, raters, notes)
+    return passage_notes
 
 
 def _file_info(ps: ParsedStudy, name: str | None) -> FileInfo:

@@ -169,3 +169,29 @@ def test_pages_show_the_question_text_for_an_id_derived_from_it(client: TestClie
     flagged = page.split("Flagged as unratable", 1)[1].split("</section>", 1)[0]
     assert f'<b title="{derived}">May I copy the licence text?</b>' in flagged
     assert f'<b title="{own}">{own}</b>' in flagged
+
+
+def test_the_study_import_keeps_an_unanswerable_questions_reference_as_the_expected_refusal(
+    client: TestClient,
+) -> None:
+    study = (
+        "question_id,question,reference_answer,answerable,answer,gold_passages\n"
+        'L01,May I copy it?,Yes: it is royalty-free.,true,Yes.,"[""The licence is royalty-free.""]"\n'
+        "L09,Who wrote the licence?,The documents do not say.,false,The documents do not say.,\n"
+    )
+    corpus = b'{"external_id": "d", "text": "The licence is royalty-free."}\n'
+    files = [("file", ("licences.csv", study.encode())), ("corpus", ("corpus.jsonl", corpus))]
+    r = client.post("/studies/import", files=files, data={"dataset": "lic", "format": "mapped"})
+    assert r.status_code == 201, r.text
+    got = {q["external_id"]: q for q in client.get(f"/datasets/{r.json()['dataset']['id']}/questions").json()}
+    assert (got["L09"]["answerable"], got["L09"]["reference_answer"]) == (False, "The documents do not say.")
+    # gold passages on an unanswerable question are still refused, the field named
+    bad = study.replace("false,The documents do not say.,", 'false,No.,"[""The licence is royalty-free.""]"')
+    r = client.post(
+        "/studies/import",
+        files=[("file", ("licences.csv", bad.encode())), ("corpus", ("corpus.jsonl", corpus))],
+        data={"dataset": "lic2", "format": "mapped"},
+    )
+    assert r.status_code == 422, r.text
+    [item] = r.json()["items"]
+    assert item["field"] == "answerable" and "carries no gold passages" in item["reason"], item

@@ -136,3 +136,39 @@ def test_an_upload_over_the_upload_limit_is_refused_naming_its_setting(real_clie
         f"/datasets/{ds}/documents", content=line, headers={"Content-Type": "application/x-ndjson"}
     )
     assert "RAGMETA_MAX_UPLOAD_BYTES" in assert_envelope(r, 413, "PayloadTooLarge")["detail"]
+
+
+def test_preferences_beside_a_study_between_the_two_limits(real_client: TestClient) -> None:
+    """A team's preference sheet over 1 MiB (40 raters x 150 questions, with comments) in the study import."""
+    rng = random.Random(13)
+    questions = [f"question {i}: {_words(rng, 8)}?" for i in range(150)]
+    contexts = [_words(rng, 40) for _ in questions]
+
+    def run_file(offset: int) -> bytes:
+        rows = [
+            {
+                "user_input": q,
+                "response": c[offset : offset + 80],
+                "retrieved_contexts": [c],
+                "reference": c[:80],
+            }
+            for q, c in zip(questions, contexts, strict=True)
+        ]
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+    lines = ["question,rater,preference,comment"]
+    lines += [
+        f'"{q}",rater{j},{rng.randrange(-2, 3)},"{_words(rng, 22)}"' for j in range(40) for q in questions
+    ]
+    sheet = ("\n".join(lines) + "\n").encode()
+    assert 1.2 * MiB < len(sheet) < 2 * MiB
+    files = [
+        ("file", ("a.jsonl", run_file(0))),
+        ("file", ("b.jsonl", run_file(40))),
+        ("preferences", ("prefs.csv", sheet)),
+    ]
+    r = real_client.post("/studies/import", files=files, data={"dataset": "big-preferences"})
+    assert r.status_code == 201, r.text
+    info = r.json()["preferences"]
+    assert info["received"] == info["created"] == 40 * 150, info
+    assert len(info["raters_created"]) == 40

@@ -120,3 +120,41 @@ def test_imports_ratings_and_health_stay_answered(live_server: Live) -> None:
     assert probes and all(p.status_code == 200 for p in probes)
     stored = _get(live_server, f"/runs/{run}/ratings")
     assert len(stored) == len(ratings) == len({(r["question_id"], r["rater"]) for r in stored})
+
+
+def _import_with_preferences(i: int) -> tuple[str, dict[str, Any]]:
+    """Two runs and the raters' preferences between them (raters new to the service: every import would
+    register them)."""
+    lines = ["question,rater,preference"]
+    for n, it in enumerate(studydata.items()):
+        lines += [f'"{it.question}",alice,{n % 5 - 2}', f'"{it.question}",bob,{(n + i) % 5 - 2}']
+    files = [
+        ("file", (f"a{i}.json", _ragas_rows(f"a{i}"))),
+        ("file", (f"b{i}.json", _ragas_rows(f"b{i}"))),
+        ("corpus", ("corpus.jsonl", studydata.corpus_jsonl())),
+        ("preferences", ("prefs.csv", ("\n".join(lines) + "\n").encode())),
+    ]
+    return "/studies/import", {"files": files, "data": {"dataset": "shop"}}
+
+
+def test_eight_imports_with_preferences_register_their_raters_once(live_server: Live) -> None:
+    answers = asyncio.run(_post_all(live_server, [_import_with_preferences(i) for i in range(N_CLIENTS)]))
+    assert [r.status_code for r in answers] == [201] * N_CLIENTS, [r.text[:300] for r in answers]
+    n = len(studydata.items())
+    assert sorted(r["name"] for r in _get(live_server, "/raters")) == ["alice", "bob"]
+    created = sorted(len(r.json()["preferences"]["raters_created"]) for r in answers)
+    assert sum(created) == 2, created
+    for i, r in enumerate(answers):
+        runs = {x["name"]: x["id"] for x in r.json()["runs"]}
+        listed = httpx.get(
+            f"{live_server.url}/preferences",
+            params={"run_a": runs[f"a{i}"], "run_b": runs[f"b{i}"]},
+            headers=live_server.headers,
+            timeout=HANG_GUARD_S,
+        )
+        assert listed.status_code == 200, listed.text
+        got = listed.json()
+        assert len(got) == 2 * n
+        assert sorted(p["preference"] for p in got if p["rater"] == "bob") == sorted(
+            (k + i) % 5 - 2 for k in range(n)
+        )
