@@ -186,3 +186,46 @@ def test_cli_gate_exits_5_unless_the_metric_qualifies(
     with pytest.raises(cli.UsageError, match=r"no metric 'external\.nope'"):
         _cli(client, "trust", str(run), "--metric", "external.nope", "--require", "item")
     assert "5    ragmeta trust" in cli_common.EXIT_CODES
+
+
+def test_ranking_verdict_reads_the_system_level_over_three_runs(client: TestClient) -> None:
+    ds = create_dataset(client, "trust-ranking")
+    n = 30
+    questions = [{"external_id": f"q{i:02d}", "question": f"Question {i}?"} for i in range(n)]
+    assert client.post(f"/datasets/{ds}/questions", json=questions).status_code == 200
+    assert client.post("/raters", json=[{"name": r} for r in RATERS[:3]]).status_code == 200
+    rng = np.random.default_rng(8)
+    runs = []
+    for level in (1.5, 3.0, 4.5):  # three system versions, clearly apart
+        run = make_run(client, ds, f"v{level}")
+        outputs = [{"question_id": f"q{i:02d}", "answer": f"a {i}", "retrieved": []} for i in range(n)]
+        assert client.post(f"/runs/{run}/outputs", json=outputs).status_code == 200
+        quality = level + rng.normal(0, 0.5, n)
+        rows = [
+            {
+                "question_id": f"q{i:02d}",
+                "rater": r,
+                "score": int(np.clip(round(quality[i] + rng.normal(0, 0.4)), 1, 5)),
+            }
+            for i in range(n)
+            for r in RATERS[:3]
+        ]
+        assert client.post(f"/runs/{run}/ratings", json=rows).status_code == 200
+        scores = [
+            {"question_id": f"q{i:02d}", "metric": "external.follows", "value": float((quality[i] - 1) / 4)}
+            for i in range(n)
+        ]
+        assert client.post(f"/runs/{run}/scores", json=scores).status_code == 200
+        runs.append(run)
+    ids = ",".join(map(str, runs))
+    body = client.get("/trust", params={"runs": ids}).json()
+    system = client.get("/reports/systems", params={"runs": ids}).json()
+    sm = next(m for m in system["metrics"] if m["metric"] == "external.follows")
+    got = body["metrics"][0]["ranking"]
+    assert got["kendall"] == sm["kendall"]["estimate"] and got["kendall_ci_low"] == sm["kendall"]["ci_low"]
+    assert got["pairwise_correct"] == sm["pairwise_correct"] and got["n_runs"] == 3
+    dist = [p for p in sm["pairs"] if p["human_distinguishable"]]
+    assert got["human_distinguishable"] == len(dist) == 3
+    verdict = {v["use"]: v for v in body["metrics"][0]["verdicts"]}["ranking"]
+    expected = "yes" if sm["kendall"]["ci_low"] > 0 and all(p["same_winner"] for p in dist) else "not yet"
+    assert verdict["verdict"] == expected == "yes" and "tau-b" in verdict["reason"]
