@@ -707,3 +707,36 @@ def markdown(t: TrustRead) -> str:
     lines += ["", "## Rules", ""]
     lines += [f"- {use}: {md_text(rule)}." for use, rule in t.rules.items()]
     return "\n".join([*lines, ""])
+
+
+def html_section(t: TrustRead) -> str:
+    """The trust analysis on the report page: plain sentences, one per metric and use, and the rules."""
+    from html import escape
+
+    out = ["<section id='trust-section'><h2 id='trust'>May a metric replace the raters?</h2>"]
+    if t.note:
+        return "".join([*out, f"<p>{escape(t.note)}</p></section>"])
+    hb = t.human_baseline
+    intro = (
+        f"{len(t.raters)} raters ({escape(', '.join(t.raters))}) on a {t.rubric_min:g}–{t.rubric_max:g} "
+        f"rubric. Each metric is mapped onto the rubric by isotonic regression fitted on other questions, "
+        f"then "
+        f"compared with the raters' mean."
+    )
+    if hb is not None:
+        intro += f" A rater differs from the mean of the others by {escape(_fmt(hb.mae))} on average (MAE)."
+    out.append(f"<p>{intro}</p>")
+    for m in t.metrics:
+        mae = escape(_fmt(m.calibration.mae))
+        out.append(
+            f"<h3 class='trust-metric'>{escape(m.metric)}</h3><p>Held-out MAE {mae}.</p><ul class='verdicts'>"
+        )
+        for line, v in zip(sentences(t.model_copy(update={"metrics": [m]})), m.verdicts, strict=True):
+            out.append(f"<li class='verdict-{v.verdict.replace(' ', '-')}'>{escape(line)}</li>")
+        out.append("</ul>")
+    rules = "".join(f"<li><b>{escape(use)}</b>: {escape(rule)}</li>" for use, rule in t.rules.items())
+    out.append(
+        f"<details><summary>How each verdict is decided (epsilon = {t.epsilon:g})</summary>"
+        f"<ul>{rules}</ul><p class='muted'>{escape(t.epsilon_rule)}</p></details></section>"
+    )
+    return "".join(out)
