@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+from scipy.special import stdtrit
 
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence, is_constant
 from services.stats.resampling import JackknifeCI, jackknife_se
@@ -111,6 +111,12 @@ def _undefined_error(reason: str) -> ErrorFigure:
     return ErrorFigure(None, None, reason)
 
 
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile, ``scipy.stats.t.ppf(p, df)`` by its ufunc (``scipy.special.stdtrit``) without the
+    distribution machinery's per-call overhead (the trust analysis asks for dozens per metric)."""
+    return float(stdtrit(df, p))
+
+
 def jackknife_t_interval(
     estimate: float, leave_out: FloatArray, n: int, confidence: float
 ) -> tuple[JackknifeCI, str | None]:
@@ -119,7 +125,7 @@ def jackknife_t_interval(
         reason = f"fewer than 3 questions to leave out (G = {g})"
         return JackknifeCI(None, None, None, max(g - 1, 0), confidence, n, g, None, reason, estimate), reason
     se = jackknife_se(leave_out)
-    t = float(sps.t.ppf(0.5 + confidence / 2, g - 1))
+    t = t_quantile(0.5 + confidence / 2, g - 1)
     ci = JackknifeCI(estimate - t * se, estimate + t * se, se, g - 1, confidence, n, g, None, None, estimate)
     return ci, None
 
@@ -221,10 +227,22 @@ def _refit_jackknife(
     )
 
 
+def question_index(questions: list[str]) -> tuple[IntArray, list[str]]:
+    """Each item's question as 0..G-1 and the G questions, in order of first appearance (the order of
+    ``list(dict.fromkeys(questions))``), by numpy's sort rather than a Python loop."""
+    if not questions:
+        return np.zeros(0, dtype=np.int64), []
+    uniq, first, inverse = np.unique(np.asarray(questions), return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[order] = np.arange(first.size)
+    return rank[inverse.ravel()], uniq[order].tolist()
+
+
 def question_codes(questions: list[str]) -> tuple[IntArray, int]:
-    index: dict[str, int] = {}
-    codes = np.array([index.setdefault(q, len(index)) for q in questions], dtype=np.int64)
-    return codes, len(index)
+    """Each item's question as 0..G-1, in order of first appearance; and G."""
+    codes, names = question_index(questions)
+    return codes, len(names)
 
 
 def calibrate(
@@ -297,17 +315,22 @@ def calibrate(
     def model() -> IsotonicRegression:
         return IsotonicRegression(y_min=lo, y_max=hi, increasing=higher_is_better, out_of_bounds="clip")
 
-    fold = np.array([fold_of[q] for q in kept_q], dtype=np.int64)
-    held_out = np.empty(n)
+    codes, names = question_index(kept_q)
+    fold = np.array([fold_of[q] for q in names], dtype=np.int64)[codes]
+    # The fold maps by scikit-learn's algorithm on data sorted once (isotonic_fit_predict); the full map,
+    # for the curve, by scikit-learn itself.
+    order = np.argsort(x, kind="stable")
+    xs, ys, fs = x[order], y[order], fold[order]
+    held_sorted = np.empty(n)
     for f in range(folds):
-        test = fold == f
-        held_out[test] = model().fit(x[~test], y[~test]).predict(x[test])
+        test = fs == f
+        held_sorted[test] = isotonic_fit_predict(xs[~test], ys[~test], xs[test], (lo, hi), higher_is_better)
+    held_out = np.empty(n)
+    held_out[order] = held_sorted
     full = model().fit(x, y)
     curve = tuple(
         CurvePoint(float(a), float(b)) for a, b in zip(full.X_thresholds_, full.y_thresholds_, strict=True)
     )
-    codes, _ = question_codes(kept_q)
-    names = list(dict.fromkeys(kept_q))
     mae, rmse = _error_figures(held_out - y, np.ones(n), codes, names, confidence)
     if g <= refit_max_questions:
         mae, rmse = _refit_jackknife(
@@ -349,7 +372,8 @@ def human_baseline(
     filled = np.where(rated, r, 0.0)
     count = rated.sum(axis=1)
     total = filled.sum(axis=1)
-    codes, g = question_codes(questions)
+    codes, all_names = question_index(questions)
+    g = len(all_names)
     per_rater: dict[str, float] = {}
     abs_sums, sq_sums, w_sums = [], [], []
     used_items = np.zeros(r.shape[0], dtype=np.bool_)
@@ -397,8 +421,7 @@ def human_baseline(
     rmse_j = np.mean(np.sqrt((s.sum(axis=1, keepdims=True) - s[:, present]) / rest_w), axis=0)
     mae_ci, _ = jackknife_t_interval(mae, mae_j, n_items, confidence)
     rmse_ci, _ = jackknife_t_interval(rmse, rmse_j, n_items, confidence)
-    names = list(dict.fromkeys(questions))
-    kept = [names[int(q)] for q in present]
+    kept = [all_names[q] for q in present.tolist()]
     return HumanBaseline(
         len(per_rater),
         n_items,

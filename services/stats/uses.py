@@ -25,10 +25,9 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
-from scipy.special import ndtri
+from scipy.special import ndtri, stdtr
 
-from services.stats.calibration import jackknife_t_interval, question_codes
+from services.stats.calibration import jackknife_t_interval, question_index, t_quantile
 from services.stats.core import FloatArray, as_vector
 from services.stats.resampling import jackknife_se
 
@@ -59,6 +58,8 @@ def paired_leave_out(
 ) -> tuple[float, FloatArray]:
     """a - b and its value leaving each question out, over the questions either side has (a side without
     the question keeps its full value when it is left out)."""
+    if a_loo.keys() == b_loo.keys():
+        return a - b, np.array(list(a_loo.values())) - np.array([b_loo[q] for q in a_loo])
     names = sorted(set(a_loo) | set(b_loo))
     loo = np.array([a_loo.get(q, a) - b_loo.get(q, b) for q in names], dtype=np.float64)
     return a - b, loo
@@ -101,9 +102,9 @@ def non_inferiority(
     se = jackknife_se(loo)
     if se == 0.0:
         return undefined("the difference is the same whichever question is left out: no standard error")
-    t1 = float(sps.t.ppf(1 - alpha, g - 1))
+    t1 = t_quantile(1 - alpha, g - 1)
     lower, upper = difference - t1 * se, difference + t1 * se
-    p = float(sps.t.cdf((difference - margin) / se, g - 1))
+    p = float(stdtr(g - 1, (difference - margin) / se))
     decision: Decision
     needed = None
     if upper < margin:
@@ -172,7 +173,8 @@ def _rate(
     ci, reason = jackknife_t_interval(est, loo, n, confidence)
     low = None if ci.low is None else max(0.0, ci.low)
     high = None if ci.high is None else min(1.0, ci.high)
-    return Rate(est, low, high, {names[int(q)]: float(v) for q, v in zip(present, loo, strict=True)}, reason)
+    kept = [names[q] for q in present.tolist()]
+    return Rate(est, low, high, dict(zip(kept, loo.tolist(), strict=True)), reason)
 
 
 def decision_rates(
@@ -191,8 +193,8 @@ def decision_rates(
     r = np.asarray(ratings, dtype=np.float64)
     if not (pred.size == h.size == len(questions)) or r.ndim != 2 or r.shape[0] != pred.size:
         raise ValueError("calibrated, human, ratings and questions must describe the same items")
-    codes, g = question_codes(questions)
-    names = list(dict.fromkeys(questions))
+    codes, names = question_index(questions)
+    g = len(names)
     keep = np.isfinite(pred) & np.isfinite(h)
     hp, mp = (h >= threshold) & keep, (pred >= threshold) & keep
     hf, mf = keep & ~hp, keep & ~mp
