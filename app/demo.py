@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -191,7 +192,9 @@ def summary(
     return "\n".join(lines)
 
 
-TRUST_USES = {"item": "replace a rater", "ranking": "rank system versions", "gating": "gate at the threshold"}
+TRUST_USES = MappingProxyType(
+    {"item": "replace a rater", "ranking": "rank system versions", "gating": "gate at the threshold"}
+)
 
 
 def trust_lines(factory: sessionmaker[Session], settings: Settings, run_ids: list[int]) -> list[str]:
