@@ -379,7 +379,7 @@ def ranking_verdict(
         + (f"; about {needed} questions would separate the closest pair of runs" if needed else ""),
         missing=missing,
         questions_needed=needed,
-        further_ratings=_further(needed, rank.n_questions, ratings_per_question * rank.n_runs),
+        further_ratings=_further(needed, rank.n_questions, ratings_per_question),
     )
 
 
