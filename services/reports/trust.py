@@ -183,8 +183,6 @@ def mae_test(cal: stats.CalibrationResult, hb: stats.HumanBaseline, epsilon: flo
     a, b = cal.mae, hb.mae
     if a.estimate is None or b.estimate is None or a.leave_out is None or b.leave_out is None:
         why = a.undefined_reason or b.undefined_reason or "no leave-one-question-out values"
-        if a.estimate is not None and b.estimate is not None:
-            why = a.undefined_reason or b.undefined_reason or why
         return NonInferiority(None, epsilon, DEFAULT_ALPHA, None, 0, None, None, None, None, 0, None, why)
     d, loo = paired_leave_out(a.estimate, a.leave_out, b.estimate, b.leave_out)
     return non_inferiority(d, loo, epsilon, alpha=DEFAULT_ALPHA)
