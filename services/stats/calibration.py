@@ -346,7 +346,7 @@ def calibrate(
         higher_is_better,
         lo,
         hi,
-        tuple(float(v) for v in calibrated),
+        tuple(calibrated.tolist()),
         mae,
         rmse,
         curve,
