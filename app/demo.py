@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -198,6 +199,7 @@ def summary(
         lines.append(f"  {analysis.id}. {analysis.title}: {analysis.verdict}")
         for m in top:
             lines.append(f"       {m.metric:<28} r = {text.corr(m.pearson, signed=True)}, n = {m.n}")
+    lines += trust_lines(factory, settings, list(run_ids.values()))
     lines.append("  " + RATINGS_NOTE)
     ids = ",".join(map(str, run_ids.values()))
     lines.append(
@@ -206,6 +208,36 @@ def summary(
     )
     lines.append(f"Landing page: {base_url}/   API docs: {base_url}/docs   Metrics: {base_url}/metrics")
     return "\n".join(lines)
+
+
+TRUST_USES = MappingProxyType(
+    {"item": "replace a rater", "ranking": "rank system versions", "gating": "gate at the threshold"}
+)
+
+
+def trust_lines(factory: sessionmaker[Session], settings: Settings, run_ids: list[int]) -> list[str]:
+    """One line per use of the trust analysis over the pooled runs: how many metrics qualify, and which."""
+    from services.reports.trust import build_trust
+
+    with factory() as s:
+        trust = build_trust(s, settings, run_ids)
+    lines = []
+    for use, what in TRUST_USES.items():
+        verdicts = [(m.metric, v) for m in trust.metrics for v in m.verdicts if v.use == use]
+        if not verdicts:
+            lines.append(f"  may a metric {what}? no metric to judge ({trust.note or 'no metrics'})")
+            continue
+        yes = [name for name, v in verdicts if v.verdict == "yes"]
+        no = sum(v.verdict == "no" for _, v in verdicts)
+        pending = len(verdicts) - len(yes) - no
+        line = f"  may a metric {what}? yes for {len(yes)}, no for {no}, not yet for {pending}"
+        if yes:
+            line += f" (yes: {', '.join(yes[:3])}{', ...' if len(yes) > 3 else ''})"
+        else:
+            name, first = next(((n, v) for n, v in verdicts if v.verdict == "not yet"), verdicts[0])
+            line += f"; e.g. {name}: {first.reason}"
+        lines.append(line)
+    return lines
 
 
 def export_outputs(factory: sessionmaker[Session], run_id: int, path: Path) -> int:

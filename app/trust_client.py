@@ -1,6 +1,6 @@
 """``ragmeta trust``: the trust analysis of a run (or pooled runs) in a terminal, and a gate for CI:
-``--metric NAME --require item|gating`` exits with NOT_QUALIFIED (5) unless that metric's verdict for that
-use is "yes" ("no" and "not yet" both fail the gate: a pipeline must not pass on missing evidence)."""
+``--metric NAME --require item|ranking|gating`` exits with NOT_QUALIFIED (5) unless that metric's verdict for
+that use is "yes" ("no" and "not yet" both fail the gate: a pipeline must not pass on missing evidence)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,10 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=0.2, help="the test's margin (default 0.2)")
     p.add_argument("--metric", default=None, help="the metric --require is about")
     p.add_argument(
-        "--require", choices=("item", "gating"), default=None, help="use the metric must qualify for"
+        "--require",
+        choices=("item", "ranking", "gating"),
+        default=None,
+        help="use the metric must qualify for",
     )
     p.add_argument("--format", choices=("text", "json", "md"), default="text", help="output (default text)")
     p.set_defaults(client=_cmd_trust)

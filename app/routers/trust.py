@@ -1,5 +1,5 @@
 """May a metric replace the raters? Calibration onto the rubric, the Alternative Annotator Test and a
-verdict per metric and per use, as JSON or Markdown."""
+verdict per metric and per use, as JSON, Markdown or CSV."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from app.errors import responses
 from app.routers.reports import RunsQuery, _compute, _run_ids
 from services.reports import trust as trust_service
 from services.reports.trust_schemas import TrustRead
+from services.scores.service import table_csv
 from services.stats import DEFAULT_EPSILON
 
 router = APIRouter(tags=["reports"], route_class=CommittingRoute)
@@ -36,6 +37,7 @@ _FORMATS: Mapping[int | str, dict[str, Any]] = MappingProxyType(
             "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/TrustRead"}},
                 "text/markdown": {},
+                "text/csv": {},
             }
         }
     }
@@ -43,6 +45,11 @@ _FORMATS: Mapping[int | str, dict[str, Any]] = MappingProxyType(
 
 
 def _encode(result: TrustRead, fmt: str) -> Response:
+    if fmt == "csv":
+        return PlainTextResponse(
+            table_csv(list(trust_service.CSV_HEADER), trust_service.rows(result)),
+            media_type="text/csv; charset=utf-8",
+        )
     if fmt == "md":
         return PlainTextResponse(trust_service.markdown(result), media_type="text/markdown; charset=utf-8")
     return JSONResponse(result.model_dump(mode="json"))
@@ -59,11 +66,12 @@ async def run_trust(
     request: Request,
     epsilon: EpsilonQuery = DEFAULT_EPSILON,
     seed: SeedQuery = 0,
-    format: Literal["json", "md"] = "json",
+    format: Literal["json", "md", "csv"] = "json",
 ) -> Response:
     """Per metric: held-out calibration onto the rubric (MAE, RMSE with jackknife-t intervals by
     question) beside the human baseline (each rater vs the others), the Alternative Annotator Test, and a
-    yes / no / not yet verdict per use with its rule and reason. `?format=md`: Markdown."""
+    yes / no / not yet verdict per use (item scoring, ranking system versions, pass/fail gating) with its
+    rule and reason. `?format=md`: Markdown; `?format=csv`: one row per metric and use."""
     return await _trust(request, [run_id], epsilon, seed, format)
 
 
@@ -73,7 +81,7 @@ async def pooled_trust(
     runs: RunsQuery,
     epsilon: EpsilonQuery = DEFAULT_EPSILON,
     seed: SeedQuery = 0,
-    format: Literal["json", "md"] = "json",
+    format: Literal["json", "md", "csv"] = "json",
 ) -> Response:
     """The trust analysis over several runs of one dataset, pooled (items = outputs; folds and intervals
     by question)."""

@@ -86,13 +86,20 @@ def sections_version(session: Session, run_ids: list[int]) -> tuple[object, ...]
 
 def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
     """The page's sections beside the report: for one run, its human score from few ratings (PPI) and
-    judge sensitivity; for pooled runs, the comparisons between them (system level, pairwise preference)."""
+    judge sensitivity; for pooled runs, the comparisons between them (system level, pairwise preference);
+    for both, whether a metric may replace the raters (the trust verdicts)."""
+    from services.reports import trust
+
     opts = section_options(rep)
+    verdicts = trust.html_section(
+        trust.build_trust(session, settings, run_ids, k=opts["k"], seed=opts["seed"])
+    )
     if len(run_ids) == 1:
-        return page_sections(session, settings, run_ids[0], opts["k"])
+        return page_sections(session, settings, run_ids[0], opts["k"]) + verdicts
     from services.reports.comparisons import page_sections as comparison_sections
 
-    return comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])
+    sections = comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])
+    return sections + verdicts
 
 
 def markdown_sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:

@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Verdict = Literal["yes", "no", "not yet"]
-Use = Literal["item", "gating"]
+Use = Literal["item", "ranking", "gating"]
+Decision = Literal["non-inferior", "inferior", "undecided"]
 
 
 class ErrorRead(BaseModel):
@@ -80,6 +81,71 @@ class VerdictRead(BaseModel):
     verdict: Verdict
     rule: str
     reason: str
+    missing: str | None = Field(default=None, description="not yet: the figure that is missing or undecided")
+    questions_needed: int | None = Field(
+        default=None, description="not yet: questions that would decide it at power 0.8 (all, not further)"
+    )
+    further_ratings: int | None = Field(
+        default=None, description="not yet: ratings beyond those given, at the current ratings per question"
+    )
+    raters_needed: int | None = Field(default=None, description="not yet: raters to add for the alt-test")
+
+
+class NonInferiorityRead(BaseModel):
+    """One-sided test that the metric is not worse than the human yardstick by more than the margin."""
+
+    difference: float | None = Field(description="how much worse the metric is (metric - human for an error)")
+    margin: float
+    alpha: float
+    se: float | None = Field(description="jackknife SE by question, both sides recomputed")
+    df: int
+    lower: float | None = Field(description="one-sided (1 - alpha) lower limit of the difference")
+    upper: float | None = Field(description="one-sided (1 - alpha) upper limit of the difference")
+    p_value: float | None = Field(description="H0: difference >= margin (t with df)")
+    decision: Decision | None
+    n_questions: int
+    questions_needed: int | None = Field(description="undecided: questions for power 0.8 on its side")
+    undefined_reason: str | None = None
+
+
+class RateRead(BaseModel):
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    undefined_reason: str | None = None
+
+
+class GatingRead(BaseModel):
+    """Pass/fail at the rubric threshold: the calibrated (held-out) metric's decisions vs the reference's,
+    beside each rater's against the mean of the others."""
+
+    threshold: float = Field(description="pass = score >= threshold on the rubric")
+    n: int
+    n_pass: int
+    n_fail: int
+    tpr: RateRead = Field(description="share of reference passes the metric passes (jackknife-t)")
+    tnr: RateRead = Field(description="share of reference fails the metric fails")
+    human_tpr: RateRead = Field(description="each rater vs the others' mean, averaged over raters")
+    human_tnr: RateRead
+    tpr_test: NonInferiorityRead = Field(description="human TPR - metric TPR against epsilon")
+    tnr_test: NonInferiorityRead
+
+
+class RankingRead(BaseModel):
+    """From the system-level report over the pooled runs."""
+
+    n_runs: int
+    n_questions: int
+    kendall: float | None = Field(description="Kendall tau-b between human and metric run means")
+    kendall_ci_low: float | None
+    kendall_ci_high: float | None
+    ci_method: str | None
+    pairwise_correct: int = Field(description="pairs of runs ordered as the humans order them")
+    pairwise_total: int
+    human_distinguishable: int = Field(description="pairs the humans tell apart (Holm p < 0.05)")
+    agreeing_distinguishable: int = Field(description="of those, pairs the metric orders the same way")
+    confident_reversals: int = Field(description="pairs both sides tell apart, ordered the other way round")
+    undefined_reason: str | None = None
 
 
 class MetricTrust(BaseModel):
@@ -87,6 +153,14 @@ class MetricTrust(BaseModel):
     higher_is_better: bool
     calibration: CalibrationRead
     alt_test: AltTestRead
+    mae_vs_human: NonInferiorityRead = Field(
+        description="held-out MAE - human baseline MAE against epsilon (rubric points)"
+    )
+    gating: GatingRead | None
+    ranking: RankingRead | None
+    stability: str | None = Field(
+        default=None, description="judge repeats: the test-retest ICC(A,1) and whether it is below the bar"
+    )
     verdicts: list[VerdictRead]
 
 
@@ -100,4 +174,6 @@ class TrustRead(BaseModel):
     epsilon_rule: str
     human_baseline: HumanBaselineRead | None
     metrics: list[MetricTrust]
+    rules: dict[str, str] = Field(default_factory=dict, description="the rule of each use's verdict")
+    pass_threshold: float | None = None
     note: str | None = None

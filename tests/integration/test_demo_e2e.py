@@ -69,6 +69,7 @@ def test_demo_end_to_end(
         assert "Krippendorff alpha" in text and "report.html?runs=" in text
         assert "8 of 38 metrics computed; 30 need an LLM judge (set RAGMETA_JUDGE__BASE_URL" in text
         assert "nan" not in text.split()
+        assert sum(line.startswith("  may a metric ") for line in text.splitlines()) == 3, text
 
         # The shipped outputs are what the service's own RAG system produces for these configurations.
         dataset_id = info["dataset_id"]

@@ -164,6 +164,14 @@ def test_three_repeats_are_three_judge_calls_stored_apart_and_a_rerun_makes_none
     text = _stability_text(stab.json())
     assert "opik.moderation: 3 repeats on 5 outputs" in text
     assert f"ICC(A,1) across repeats   {icc:.3f} [" in text and "rule: corrected r = r / sqrt(" in text
+    # The trust analysis reads the repeat mean (the report's column) and names the judge's test-retest.
+    trust = client.get(f"/runs/{run}/trust").json()
+    by_metric = {m["metric"]: m for m in trust["metrics"]}
+    note = by_metric["opik.moderation"]["stability"]
+    assert f"ICC(A,1) = {icc:.2f}" in note and ("unstable judge" in note) == (icc < 0.75)
+    item = next(v for v in by_metric["opik.moderation"]["verdicts"] if v["use"] == "item")
+    assert note in item["reason"]
+    assert by_metric["classic.bleu"]["stability"] is None
 
 
 def test_stability_of_an_unknown_run_is_404_and_a_single_asking_says_what_is_missing(

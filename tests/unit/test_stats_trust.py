@@ -75,7 +75,9 @@ def test_lower_is_better_metric_is_fitted_decreasing_and_repeated_questions_shar
     metric2 = np.concatenate([1 - metric, 1 - metric[::-1]])
     human = np.concatenate([ratings.mean(axis=1), ratings.mean(axis=1)[::-1]])
     qs = questions + questions[::-1]
-    res = stats.calibrate(metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=0)
+    res = stats.calibrate(
+        metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=0, refit_max_questions=0
+    )
     fold = np.array([res.fold_of_question[q] for q in qs])
     expected = np.empty(len(qs))
     for f in range(4):
@@ -83,12 +85,38 @@ def test_lower_is_better_metric_is_fitted_decreasing_and_repeated_questions_shar
         expected[fold == f] = iso.fit(metric2[fold != f], human[fold != f]).predict(metric2[fold == f])
     np.testing.assert_allclose(res.calibrated, expected, atol=1e-12)
     assert res.n_questions == len(questions)
-    # Above the refit cap (by default: always) the maps are held fixed while a question is left out.
+    # Above the refit cap (here 0) the maps are held fixed while a question is left out.
     err = np.abs(expected - human)
     loo = np.array([np.mean(err[np.array(qs) != q]) for q in questions])
     se = math.sqrt((loo.size - 1) / loo.size * np.sum((loo - loo.mean()) ** 2))
     assert res.mae.interval is not None and res.mae.interval.se == pytest.approx(se, abs=1e-12)
     assert res.mae.interval.df == len(questions) - 1
+
+
+def test_refit_jackknife_leaves_whole_questions_out_of_a_decreasing_fit() -> None:
+    """The default refit (PAVA on presorted data) against scikit-learn refitted per question left out."""
+    metric, ratings, questions = _study(n=30)
+    metric2 = np.round(np.concatenate([1 - metric, 1 - metric[::-1]]), 1)  # ties in the metric
+    human = np.concatenate([ratings[:30].mean(axis=1), ratings[:30].mean(axis=1)[::-1]])
+    qs = questions[:30] + questions[:30][::-1]
+    res = stats.calibrate(metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=2)
+    fold = np.array([res.fold_of_question[q] for q in qs])
+    names = list(dict.fromkeys(qs))
+    loo_mae, loo_rmse = [], []
+    for q in names:
+        keep = np.array(qs) != q
+        m, h, fo = metric2[keep], human[keep], fold[keep]
+        pred = np.empty(m.size)
+        for f in range(4):
+            iso = IsotonicRegression(y_min=1, y_max=5, increasing=False, out_of_bounds="clip")
+            pred[fo == f] = iso.fit(m[fo != f], h[fo != f]).predict(m[fo == f])
+        loo_mae.append(np.mean(np.abs(pred - h)))
+        loo_rmse.append(math.sqrt(np.mean((pred - h) ** 2)))
+    assert res.mae.leave_out == pytest.approx(dict(zip(names, loo_mae, strict=True)), abs=1e-12)
+    assert res.rmse.leave_out == pytest.approx(dict(zip(names, loo_rmse, strict=True)), abs=1e-12)
+    loo = np.array(loo_mae)
+    se = math.sqrt((loo.size - 1) / loo.size * np.sum((loo - loo.mean()) ** 2))
+    assert res.mae.interval is not None and res.mae.interval.se == pytest.approx(se, abs=1e-12)
 
 
 def test_calibration_undefined_cases() -> None:
