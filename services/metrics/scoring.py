@@ -28,7 +28,7 @@ from services.errors import InvalidItems, ItemError
 from services.jobs.processes import job_workers
 from services.jobs.registry import JobContext
 from services.jobs.repository import JobRepository
-from services.jobs.service import JobRead, create_job, job_read
+from services.jobs.service import create_job, job_read, typed
 from services.jobs.worker import even_batches
 from services.judge.gateway import Usage
 from services.metrics import registry
@@ -41,6 +41,7 @@ from services.metrics.memo import lookup as memo_lookup
 from services.metrics.memo import store as store_memo
 from services.metrics.resources import ScoringResources
 from services.metrics.samples import build_samples
+from services.metrics.schemas import ScoringJobRead
 from services.models import Job
 from services.retrieval.segment import WordRule
 from services.runs.repository import RunRepository
@@ -107,7 +108,9 @@ def _adapters(resolved: list[registry.Resolved]) -> dict[str, tuple[registry.Res
     return {r.full_name: (r, registry.load_adapter(r)) for r in resolved}
 
 
-def create_scoring_job(session: Session, settings: Settings, run_id: int, request: ScoringRequest) -> JobRead:
+def create_scoring_job(
+    session: Session, settings: Settings, run_id: int, request: ScoringRequest
+) -> ScoringJobRead:
     """Plan a scoring job. Fails (InvalidItems) on unknown or unavailable metrics, naming each one."""
     run = get_run(session, run_id)
     dataset = get_dataset(session, run.dataset_id)
@@ -179,7 +182,8 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
                 "are scored once; reports use the mean of the repeats"
             ),
         }
-    return job_read(session, create_job(session, "scoring", params, keys, summary, settings=settings))
+    job = create_job(session, "scoring", params, keys, summary, settings=settings)
+    return typed(job_read(session, job), ScoringJobRead)
 
 
 @dataclass(frozen=True)
