@@ -133,8 +133,8 @@ def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say)
                 runs.import_outputs(s, run_ids[name], _rows(shipped), "native")
         else:
             with factory.begin() as s:
-                job = rag.create_generate_job(s, settings, run_ids[name], regenerate=False)
-            _drain(factory, settings, job.id, f"generate {name}", say)
+                generated = rag.create_generate_job(s, settings, run_ids[name], regenerate=False)
+            _drain(factory, settings, generated.id, f"generate {name}", say)
         say(f"run {name!r}: outputs ready")
     with factory.begin() as s:
         ratings.create_raters(s, parse_rows(("name\n" + "\n".join(RATERS) + "\n").encode(), "csv"))
@@ -148,11 +148,11 @@ def prepare(factory: sessionmaker[Session], settings: Settings, say: Say = _say)
 
     for name, run_id in run_ids.items():
         with factory.begin() as s:
-            job = create_scoring_job(s, settings, run_id, ScoringRequest())
-        if job.total:
-            n_metrics = len(job.params["metrics"])
+            scoring = create_scoring_job(s, settings, run_id, ScoringRequest())
+        if scoring.total:
+            n_metrics = len(scoring.params.metrics)
             say(f"scoring run {name!r} with every metric available offline ({n_metrics} metrics)")
-            _drain(factory, settings, job.id, f"score {name}", say)
+            _drain(factory, settings, scoring.id, f"score {name}", say)
     say(f"demo ready in {time.perf_counter() - t0:.0f} s")
     return {"dataset_id": dataset_id, "runs": run_ids}
 

@@ -3,8 +3,10 @@
 PostgreSQL's text types cannot hold NUL (psycopg refuses the parameter), while SQLite stores it: accepted,
 such text is a 500 on one database and, on the other, a study that can no longer move to PostgreSQL. It is
 refused on both, as a 422 naming the field, where input is read: the request guard (path, query string,
-JSON and form bodies), batch parsing (JSON, JSONL, CSV cells and headers), and, for text decoded further
-inside (JSON in a CSV cell, archive members, form options), by every engine before a statement runs.
+JSON and form bodies), batch parsing (JSON, JSONL, CSV cells and headers), and row validation
+(``services.validation.validate_rows``: JSON decoded from a CSV cell, rows a caller made such as archive
+members). Every engine still refuses a statement whose text holds NUL (``services.db``), naming the column:
+the last guard, for text that reaches the store by another way (form options read into a model).
 """
 
 from __future__ import annotations

@@ -7,10 +7,15 @@ worker`` and the demo all do; a spawned worker process in ``worker_runtime``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field, TypeAdapter
 
 from services import metrics, rag
 from services.jobs.registry import JobHandlers, process_handlers
+from services.jobs.service import JobRead
+from services.metrics.schemas import ScoringJobRead
+from services.rag.schemas import GenerateJobRead, IndexJobRead
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +29,17 @@ def register_job_handlers(registry: JobHandlers = process_handlers) -> JobHandle
     metrics.register_job_handlers(registry)
     rag.register_job_handlers(registry)
     return registry
+
+
+# Every registered kind's typed read, told apart by ``kind``: the API's job schema. A kind registered in
+# register_job_handlers has its read here.
+JobKindRead = Annotated[ScoringJobRead | IndexJobRead | GenerateJobRead, Field(discriminator="kind")]
+_JOB_KIND_READ: TypeAdapter[ScoringJobRead | IndexJobRead | GenerateJobRead] = TypeAdapter(JobKindRead)
+
+
+def job_kind_read(read: JobRead) -> ScoringJobRead | IndexJobRead | GenerateJobRead:
+    """``read`` as its kind's typed model (ValidationError for a kind no domain reads)."""
+    return _JOB_KIND_READ.validate_python(read.model_dump())
 
 
 def worker_runtime(

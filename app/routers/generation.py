@@ -8,9 +8,8 @@ from fastapi import APIRouter, Request
 from app.deps import CommittingRoute, DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
 from app.resources import ResourcesDep
-from services.jobs.service import JobRead
 from services.rag import service
-from services.rag.schemas import AnswerRequest, AnswerResponse, GenerateRequest
+from services.rag.schemas import AnswerRequest, AnswerResponse, GenerateJobRead, GenerateRequest
 
 router = APIRouter(tags=["generation"], route_class=CommittingRoute)
 
@@ -46,10 +45,13 @@ async def answer(
 
 
 @router.post(
-    "/runs/{run_id}/generate", status_code=202, response_model=JobRead, responses=responses(404, 409, 422)
+    "/runs/{run_id}/generate",
+    status_code=202,
+    response_model=GenerateJobRead,
+    responses=responses(404, 409, 422),
 )
 def generate(
     run_id: RunId, session: SessionDep, settings: SettingsDep, body: GenerateRequest | None = None
-) -> JobRead:
+) -> GenerateJobRead:
     """Answer every question of the dataset with the run's system, as a resumable job."""
     return service.create_generate_job(session, settings, run_id, (body or GenerateRequest()).regenerate)

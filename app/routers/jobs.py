@@ -7,27 +7,27 @@ from fastapi import APIRouter
 from app.deps import CommittingRoute, JobId, SessionDep, SettingsDep
 from app.errors import responses
 from services.jobs import service
-from services.jobs.service import JobRead
+from services.workers import JobKindRead, job_kind_read
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=CommittingRoute)
 
 
-@router.get("", response_model=list[JobRead])
-def list_jobs(session: SessionDep, status: str | None = None) -> list[JobRead]:
-    return service.list_jobs(session, status)
+@router.get("", response_model=list[JobKindRead])
+def list_jobs(session: SessionDep, status: str | None = None) -> list[JobKindRead]:
+    return [job_kind_read(job) for job in service.list_jobs(session, status)]
 
 
-@router.get("/{job_id}", response_model=JobRead, responses=responses(404))
-def get_job(job_id: JobId, session: SessionDep) -> JobRead:
+@router.get("/{job_id}", response_model=JobKindRead, responses=responses(404))
+def get_job(job_id: JobId, session: SessionDep) -> JobKindRead:
     """Status, total, done, failed, rate and ETA, per-item errors and counts by cause."""
-    return service.job_read(session, service.get_job(session, job_id))
+    return job_kind_read(service.job_read(session, service.get_job(session, job_id)))
 
 
-@router.post("/{job_id}/cancel", response_model=JobRead, responses=responses(404, 409))
-def cancel_job(job_id: JobId, session: SessionDep) -> JobRead:
-    return service.cancel_job(session, job_id)
+@router.post("/{job_id}/cancel", response_model=JobKindRead, responses=responses(404, 409))
+def cancel_job(job_id: JobId, session: SessionDep) -> JobKindRead:
+    return job_kind_read(service.cancel_job(session, job_id))
 
 
-@router.post("/{job_id}/resume", response_model=JobRead, responses=responses(404, 409))
-def resume_job(job_id: JobId, session: SessionDep, settings: SettingsDep) -> JobRead:
-    return service.resume_job(session, settings, job_id)
+@router.post("/{job_id}/resume", response_model=JobKindRead, responses=responses(404, 409))
+def resume_job(job_id: JobId, session: SessionDep, settings: SettingsDep) -> JobKindRead:
+    return job_kind_read(service.resume_job(session, settings, job_id))

@@ -7,19 +7,21 @@ from fastapi import APIRouter
 from app.deps import CommittingRoute, DatasetId, ReadSessionDep, SessionDep, SettingsDep
 from app.errors import responses
 from app.resources import ResourcesDep
-from services.jobs.service import JobRead
 from services.rag import service
-from services.rag.schemas import IndexRequest, RetrieveRequest, RetrieveResponse
+from services.rag.schemas import IndexJobRead, IndexRequest, RetrieveRequest, RetrieveResponse
 
 router = APIRouter(tags=["retrieval"], route_class=CommittingRoute)
 
 
 @router.post(
-    "/datasets/{dataset_id}/index", status_code=202, response_model=JobRead, responses=responses(404, 422)
+    "/datasets/{dataset_id}/index",
+    status_code=202,
+    response_model=IndexJobRead,
+    responses=responses(404, 422),
 )
 def index_dataset(
     dataset_id: DatasetId, session: SessionDep, settings: SettingsDep, body: IndexRequest | None = None
-) -> JobRead:
+) -> IndexJobRead:
     """Build chunks, the BM25 index and the dense index as a job; nothing is rebuilt when up to date."""
     return service.create_index_job(session, settings, dataset_id, (body or IndexRequest()).force)
 

@@ -10,10 +10,10 @@ from pydantic import BaseModel
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep
 from app.errors import responses
 from app.resources import get_resources
-from services.jobs.service import JobRead
 from services.metrics import registry
 from services.metrics.base import package_version
 from services.metrics.inline import InlineScoreRequest, InlineScoreResponse, score_inline
+from services.metrics.schemas import ScoringJobRead
 from services.metrics.scoring import ScoringRequest, create_scoring_job
 
 router = APIRouter(tags=["scoring"], route_class=CommittingRoute)
@@ -69,11 +69,14 @@ def list_metrics(
 
 
 @router.post(
-    "/runs/{run_id}/scoring-jobs", status_code=202, response_model=JobRead, responses=responses(404, 422)
+    "/runs/{run_id}/scoring-jobs",
+    status_code=202,
+    response_model=ScoringJobRead,
+    responses=responses(404, 422),
 )
 def create_scoring(
     run_id: RunId, body: ScoringRequest, session: SessionDep, settings: SettingsDep
-) -> JobRead:
+) -> ScoringJobRead:
     """Score every output of the run with the given metrics, as a job (follow it at GET /jobs/{id})."""
     return create_scoring_job(session, settings, run_id, body)
 

@@ -161,31 +161,23 @@ def _located_state(q: Question) -> dict[tuple[int, str, int, int], tuple[str, fl
     }
 
 
-def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> ImportReport:
-    """Upsert questions by external id; passages refer to documents by external id.
-
-    Fails (InvalidItems) on invalid rows, duplicate ids, unknown documents, spans outside their document,
-    start >= end, a given passage text that differs from the span, or a span of whitespace only.
-    """
-    get_dataset(session, dataset_id)
-    repo = DatasetRepository(session)
-    good, errors = validate_rows(rows, QuestionCreate)
-    errors += duplicate_errors([(r, q.external_id) for r, q in good], "external_id")
-    wanted_docs = {p.document_id for _, q in good for p in q.passages}
-    docs = repo.documents_by_external_id(dataset_id, wanted_docs)
+def _passage_errors(good: list[tuple[Row, QuestionCreate]], docs: dict[str, Document]) -> list[ItemError]:
+    """The passages that do not hold: unknown document, start >= end, beyond the document, a span of
+    whitespace only, a given text that differs from the span."""
+    out: list[ItemError] = []
     for row, q in good:
         for i, p in enumerate(q.passages):
             field = f"passages[{i}]"
             doc = docs.get(p.document_id)
             if doc is None:
-                errors.append(
+                out.append(
                     ItemError(
                         row.index, f"{field}.document_id", f"unknown document {p.document_id!r}", row.line
                     )
                 )
                 continue
             if p.start >= p.end:
-                errors.append(
+                out.append(
                     ItemError(
                         row.index,
                         f"{field}.end",
@@ -195,15 +187,15 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
                 )
                 continue
             if p.end > len(doc.text):
-                errors.append(
+                out.append(
                     ItemError(row.index, f"{field}.end", f"beyond document length {len(doc.text)}", row.line)
                 )
                 continue
             span = doc.text[p.start : p.end]
             if not span.strip():
-                errors.append(ItemError(row.index, field, "the span holds only whitespace", row.line))
+                out.append(ItemError(row.index, field, "the span holds only whitespace", row.line))
             elif p.text is not None and p.text != span:
-                errors.append(
+                out.append(
                     ItemError(
                         row.index,
                         f"{field}.text",
@@ -211,9 +203,17 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
                         row.line,
                     )
                 )
-    if errors:
-        raise invalid_rows("questions", rows, errors)
+    return out
 
+
+def _upsert_questions(
+    repo: DatasetRepository,
+    dataset_id: int,
+    good: list[tuple[Row, QuestionCreate]],
+    docs: dict[str, Document],
+) -> tuple[int, int, int]:
+    """Create the new questions and rewrite the changed ones (passages included, each keeping how it was
+    located unless the row says): (created, updated, unchanged)."""
     existing = repo.questions_by_external_id(dataset_id, {q.external_id for _, q in good})
     created = updated = unchanged = 0
     for _, q in good:
@@ -262,6 +262,26 @@ def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> Impo
             )
             for i, (p, (how, score)) in enumerate(zip(q.passages, located, strict=True))
         ]
+    return created, updated, unchanged
+
+
+def import_questions(session: Session, dataset_id: int, rows: list[Row]) -> ImportReport:
+    """Upsert questions by external id; passages refer to documents by external id.
+
+    Fails (InvalidItems) on invalid rows, duplicate ids, unknown documents, spans outside their document,
+    start >= end, a given passage text that differs from the span, or a span of whitespace only.
+    """
+    get_dataset(session, dataset_id)
+    repo = DatasetRepository(session)
+    good, errors = validate_rows(rows, QuestionCreate)
+    errors += duplicate_errors([(r, q.external_id) for r, q in good], "external_id")
+    wanted_docs = {p.document_id for _, q in good for p in q.passages}
+    docs = repo.documents_by_external_id(dataset_id, wanted_docs)
+    errors += _passage_errors(good, docs)
+    if errors:
+        raise invalid_rows("questions", rows, errors)
+
+    created, updated, unchanged = _upsert_questions(repo, dataset_id, good, docs)
     repo.flush()
     return ImportReport(
         kind="questions",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -22,11 +22,13 @@ class ItemErrorRead(BaseModel):
     error: str
 
 
-class JobRead(BaseModel):
+class JobProgress(BaseModel):
+    """What every job reports whatever its kind. Each domain reads its own kinds with a subclass that adds
+    ``kind`` (a literal), ``params`` and ``summary`` as typed models (``services.workers.JobKindRead``
+    is their union, the API's job schema)."""
+
     id: int
-    kind: str
     status: str
-    params: dict[str, Any]
     total: int
     done: int
     failed: int
@@ -35,10 +37,27 @@ class JobRead(BaseModel):
     finished_at: datetime | None
     rate_per_s: float | None
     eta_s: float | None
-    summary: dict[str, Any]
     errors_by_cause: dict[str, int]
     errors: list[ItemErrorRead]
     error: str | None
+
+
+class JobRead(JobProgress):
+    """A job as this package stores it: ``params`` and ``summary`` are what its domain wrote, read as
+    typed models by the domain (``typed``) before they leave the service."""
+
+    kind: str
+    params: dict[str, Any]
+    summary: dict[str, Any]
+
+
+TypedJobRead = TypeVar("TypedJobRead", bound=JobProgress)
+
+
+def typed(read: JobRead, model: type[TypedJobRead]) -> TypedJobRead:
+    """``read`` as the domain's typed model of its kind; a stored job that does not fit is a
+    ValidationError (a job written by code that no longer knows its kind)."""
+    return model.model_validate(read.model_dump())
 
 
 def cause_of(error: str) -> str:

@@ -354,11 +354,7 @@ class JudgeGateway:
         base_key = request_key(model, body, 0, repeat)
         for usage in usages:
             usage.calls += 1
-        occurrence = 0
-        if scope != "-":
-            occurrence = ledger.occurrences[(metric, scope, base_key)]
-            ledger.occurrences[(metric, scope, base_key)] += 1
-        key = base_key if occurrence == 0 else request_key(model, body, occurrence, repeat)
+        key = self._occurrence_key(ledger, metric, scope, model, body, base_key, repeat)
         # A refreshed batch reads no answer stored before it: only those it asked for itself (a request two
         # of its metrics make is still sent once); a request being sent upstream now is fresh for everyone.
         readable = self.cache and (not ledger.refresh or key in ledger.fresh)
@@ -403,18 +399,52 @@ class JudgeGateway:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters handle it, nobody else needs to
             self._inflight.pop(key, None)
-            for usage in usages:
-                usage.failures += 1
-                usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
-                # A request that failed was still sent, and retried: the judge was asked (and may bill) all
-                # the same, as with an answered one (one call, its extra attempts as retries).
-                if exc.attempts:
-                    usage.upstream_calls += 1
-                    usage.upstream_retries += exc.attempts - 1
+            self._count_failure(usages, exc)
             # 400 is not retried by the openai SDK or litellm: the failure reaches the metric at once.
             return JSONResponse(
                 {"error": {"message": str(exc), "type": "judge_error", "code": exc.cause}}, status_code=400
             )
+        self._record_answer(ledger, key, metric, scope, usages, model, body, response, latency, retries)
+        return JSONResponse(response)
+
+    @staticmethod
+    def _occurrence_key(
+        ledger: Ledger, metric: str, scope: str, model: str, body: dict[str, Any], base_key: str, repeat: int
+    ) -> str:
+        """The cache key of this request: within a scope, the n-th identical request is its own key (a
+        metric asking the same thing twice gets two answers, as it would upstream)."""
+        occurrence = 0
+        if scope != "-":
+            occurrence = ledger.occurrences[(metric, scope, base_key)]
+            ledger.occurrences[(metric, scope, base_key)] += 1
+        return base_key if occurrence == 0 else request_key(model, body, occurrence, repeat)
+
+    @staticmethod
+    def _count_failure(usages: tuple[Usage, ...], exc: JudgeFailure) -> None:
+        for usage in usages:
+            usage.failures += 1
+            usage.causes[exc.cause] = usage.causes.get(exc.cause, 0) + 1
+            # A request that failed was still sent, and retried: the judge was asked (and may bill) all
+            # the same, as with an answered one (one call, its extra attempts as retries).
+            if exc.attempts:
+                usage.upstream_calls += 1
+                usage.upstream_retries += exc.attempts - 1
+
+    def _record_answer(
+        self,
+        ledger: Ledger,
+        key: str,
+        metric: str,
+        scope: str,
+        usages: tuple[Usage, ...],
+        model: str,
+        body: dict[str, Any],
+        response: dict[str, Any],
+        latency: float,
+        retries: int,
+    ) -> None:
+        """An upstream answer: counted in the ledger, queued for the cache table, its claim released (no
+        await in here: waiters see the answer and the released claim together)."""
         tokens = response.get("usage") or {}
         if ledger.refresh:
             ledger.fresh.add(key)
@@ -436,7 +466,6 @@ class JudgeGateway:
                 latency,
             )
         self._inflight.pop(key, None)
-        return JSONResponse(response)
 
     @staticmethod
     def _hit(

@@ -28,7 +28,7 @@ from services.errors import InvalidItems, ItemError
 from services.jobs.processes import job_workers
 from services.jobs.registry import JobContext
 from services.jobs.repository import JobRepository
-from services.jobs.service import JobRead, create_job, job_read
+from services.jobs.service import create_job, job_read, typed
 from services.jobs.worker import even_batches
 from services.judge.gateway import Usage
 from services.metrics import registry
@@ -41,6 +41,7 @@ from services.metrics.memo import lookup as memo_lookup
 from services.metrics.memo import store as store_memo
 from services.metrics.resources import ScoringResources
 from services.metrics.samples import build_samples
+from services.metrics.schemas import ScoringJobRead
 from services.models import Job
 from services.retrieval.segment import WordRule
 from services.runs.repository import RunRepository
@@ -107,7 +108,9 @@ def _adapters(resolved: list[registry.Resolved]) -> dict[str, tuple[registry.Res
     return {r.full_name: (r, registry.load_adapter(r)) for r in resolved}
 
 
-def create_scoring_job(session: Session, settings: Settings, run_id: int, request: ScoringRequest) -> JobRead:
+def create_scoring_job(
+    session: Session, settings: Settings, run_id: int, request: ScoringRequest
+) -> ScoringJobRead:
     """Plan a scoring job. Fails (InvalidItems) on unknown or unavailable metrics, naming each one."""
     run = get_run(session, run_id)
     dataset = get_dataset(session, run.dataset_id)
@@ -179,7 +182,8 @@ def create_scoring_job(session: Session, settings: Settings, run_id: int, reques
                 "are scored once; reports use the mean of the repeats"
             ),
         }
-    return job_read(session, create_job(session, "scoring", params, keys, summary, settings=settings))
+    job = create_job(session, "scoring", params, keys, summary, settings=settings)
+    return typed(job_read(session, job), ScoringJobRead)
 
 
 @dataclass(frozen=True)
@@ -336,6 +340,35 @@ class _Memo:
         return rows
 
 
+def _score_rows(
+    work: list[MetricWork],
+    present: list[list[int]],
+    repeat_of: list[int],
+    result: BatchResult,
+    versions: dict[int, int],
+    current: dict[int, int],
+    outcome: dict[str, str | None],
+) -> list[ScoreRow]:
+    """The rows to store, each item's outcome written to ``outcome``: a score of an output whose answer
+    changed while it was scored (its version is not the one read) is not stored, its item is stale."""
+    rows: list[ScoreRow] = []
+    for w, found, scores, config, repeat in zip(
+        work, present, result.scores, result.configs, repeat_of, strict=True
+    ):
+        name = w.resolved.full_name
+        ckey = config_key(name, config)
+        row_k = w.resolved.k if w.resolved.spec.uses_k else None
+        for oid, res in zip(found, scores, strict=True):
+            if current.get(oid) != versions.get(oid):
+                outcome[item_key(name, oid, repeat)] = (
+                    "stale: the output's answer changed while it was scored; score the run again"
+                )
+                continue
+            rows.append(ScoreRow(name, ckey, config, row_k, oid, res, repeat))
+            outcome[item_key(name, oid, repeat)] = res.error
+    return rows
+
+
 class ScoringHandler:
     batch_size = 512
 
@@ -392,6 +425,30 @@ class ScoringHandler:
         if memo.active and not refresh:
             with ctx.read_factory() as session:
                 memo.lookup(session)
+        computed = self._compute(ctx, memo, job_id, language, refresh, word_rule)
+        result = memo.merge(computed)
+        memo_rows = memo.entries(computed, job_id)
+        # The batch's scores are stored in one short write transaction.
+        with ctx.session_factory() as session:
+            lock_run(session, int(params["run_id"]))
+            # An output re-imported with a new answer while it was being scored: the score describes the
+            # old answer and is not stored (its item fails with the reason; a new job scores it).
+            current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
+            rows = _score_rows(work, present, repeat_of, result, versions, current, outcome)
+            _store(session, job_id, rows)
+            _add_judge_usage(session, job_id, result.judge_usage)
+            if memo_rows:
+                store_memo(session, memo_rows)
+            if memo.hits:
+                _add_memo_hits(session, job_id, len(memo.hits))
+            session.commit()
+        return outcome
+
+    @staticmethod
+    def _compute(
+        ctx: JobContext, memo: _Memo, job_id: int, language: str, refresh: bool, word_rule: WordRule
+    ) -> BatchResult | None:
+        """The scores the memo did not supply, computed by the libraries (None: nothing left to compute)."""
         # The process's long-lived resources carry scoring's (services.resources); none: this batch's own.
         resources: ScoringResources | None = getattr(ctx.resources, "scoring", None)
         own = resources is None
@@ -401,7 +458,7 @@ class ScoringHandler:
             raise TypeError(f"scoring runs on ScoringResources, not {type(resources).__name__}")
         try:
             todo = memo.remaining()
-            computed = (
+            return (
                 resources.run(
                     score_batch(
                         ctx.settings,
@@ -419,34 +476,3 @@ class ScoringHandler:
         finally:
             if own:
                 resources.close()
-        result = memo.merge(computed)
-        memo_rows = memo.entries(computed, job_id)
-        # The batch's scores are stored in one short write transaction.
-        with ctx.session_factory() as session:
-            lock_run(session, int(params["run_id"]))
-            # An output re-imported with a new answer while it was being scored: the score describes the
-            # old answer and is not stored (its item fails with the reason; a new job scores it).
-            current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
-            rows: list[ScoreRow] = []
-            for w, found, scores, config, repeat in zip(
-                work, present, result.scores, result.configs, repeat_of, strict=True
-            ):
-                name = w.resolved.full_name
-                ckey = config_key(name, config)
-                row_k = w.resolved.k if w.resolved.spec.uses_k else None
-                for oid, res in zip(found, scores, strict=True):
-                    if current.get(oid) != versions.get(oid):
-                        outcome[item_key(name, oid, repeat)] = (
-                            "stale: the output's answer changed while it was scored; score the run again"
-                        )
-                        continue
-                    rows.append(ScoreRow(name, ckey, config, row_k, oid, res, repeat))
-                    outcome[item_key(name, oid, repeat)] = res.error
-            _store(session, job_id, rows)
-            _add_judge_usage(session, job_id, result.judge_usage)
-            if memo_rows:
-                store_memo(session, memo_rows)
-            if memo.hits:
-                _add_memo_hits(session, job_id, len(memo.hits))
-            session.commit()
-        return outcome

@@ -4,6 +4,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.jobs.service import JobProgress
 from services.types import Int
 
 Mode = Literal["hybrid", "bm25", "dense"]
@@ -66,3 +67,47 @@ class GenerateRequest(BaseModel):
     regenerate: bool = Field(
         default=False, strict=True, description="answer again questions that already have an output"
     )
+
+
+class IndexJobParams(BaseModel):
+    dataset_id: int
+    force: bool
+
+
+class IndexJobSummary(BaseModel):
+    """The index's fingerprint and the configuration it is made of, as planned."""
+
+    fingerprint: str
+    up_to_date: bool = Field(description="the index was already built from this configuration")
+    corpus: tuple[int, str] = Field(description="(number of documents, their latest change)")
+    chunking: dict[str, int] = Field(description="the dataset's chunking configuration")
+    language: str
+    analyzer: int = Field(description="the version of the text analyzer the BM25 layer uses")
+    model: str = Field(description="the dense encoder's model")
+    backend: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="how the encoder runs when not with torch (onnx, onnx-int8)",
+    )
+
+
+class IndexJobRead(JobProgress):
+    kind: Literal["index"]
+    params: IndexJobParams
+    summary: IndexJobSummary
+
+
+class GenerateJobParams(BaseModel):
+    run_id: int
+    regenerate: bool
+
+
+class GenerateJobSummary(BaseModel):
+    skipped_existing: int = Field(description="questions with an answer already, not asked again")
+    questions: int
+
+
+class GenerateJobRead(JobProgress):
+    kind: Literal["generate"]
+    params: GenerateJobParams
+    summary: GenerateJobSummary

@@ -15,12 +15,20 @@ from services.config import Settings
 from services.datasets.repository import DatasetRepository
 from services.datasets.service import get_dataset
 from services.errors import InvalidItems, ItemError, UpstreamError
-from services.jobs.service import JobRead, create_job, job_read
+from services.jobs.service import create_job, job_read, typed
 from services.rag import index
 from services.rag.index import IndexCache
 from services.rag.llm import LLMClients, LLMError
 from services.rag.prompts import build_messages
-from services.rag.schemas import AnswerResponse, GeneratorInfo, Mode, RetrievedChunkOut, RetrieveResponse
+from services.rag.schemas import (
+    AnswerResponse,
+    GenerateJobRead,
+    GeneratorInfo,
+    IndexJobRead,
+    Mode,
+    RetrievedChunkOut,
+    RetrieveResponse,
+)
 from services.retrieval import extractive_answer
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
@@ -118,7 +126,7 @@ def answer_from(settings: Settings, llm: LLMClients, question: str, context: Ans
     )
 
 
-def create_index_job(session: Session, settings: Settings, dataset_id: int, force: bool) -> JobRead:
+def create_index_job(session: Session, settings: Settings, dataset_id: int, force: bool) -> IndexJobRead:
     get_dataset(session, dataset_id)
     if not DatasetRepository(session).documents(dataset_id):
         raise InvalidItems("the dataset has no documents to index", [ItemError(None, "documents", "empty")])
@@ -129,10 +137,12 @@ def create_index_job(session: Session, settings: Settings, dataset_id: int, forc
     job = create_job(
         session, "index", {"dataset_id": dataset_id, "force": force}, keys, summary, settings=settings
     )
-    return job_read(session, job)
+    return typed(job_read(session, job), IndexJobRead)
 
 
-def create_generate_job(session: Session, settings: Settings, run_id: int, regenerate: bool) -> JobRead:
+def create_generate_job(
+    session: Session, settings: Settings, run_id: int, regenerate: bool
+) -> GenerateJobRead:
     """Answer every question of the run's dataset; questions with an output (not in error) are skipped."""
     run = get_run(session, run_id)
     system = run.system or {}
@@ -165,4 +175,4 @@ def create_generate_job(session: Session, settings: Settings, run_id: int, regen
     job = create_job(
         session, "generate", {"run_id": run_id, "regenerate": regenerate}, keys, summary, settings=settings
     )
-    return job_read(session, job)
+    return typed(job_read(session, job), GenerateJobRead)

@@ -168,58 +168,33 @@ def _join(
     ], errors
 
 
-def import_ratings(
-    session: Session,
-    run_id: int,
-    rows: list[Row],
-    author: str | None = None,
-    author_id: int | None = None,
-    join: Join = "auto",
-    columns: Mapping[str, str] | None = None,
-    register_raters: bool = False,
-) -> ImportReport:
-    """Upsert ratings of a run's outputs; with ``register_raters`` (not for an ``author``), the raters the
-    rows name are registered when missing (said in the notes).
+def _check_own_rows(
+    session: Session, run_id: int, author: str, author_id: int | None, rows: list[Row]
+) -> None:
+    """Forbidden when the author has no rating task on the run or a row names another rater."""
+    _check_author(session, run_id, author, author_id)
+    others = [
+        ItemError(r.index, "rater", "a rater can only post their own ratings", r.line)
+        for r in rows
+        if not isinstance(r.data, dict) or r.data.get("rater") != author
+    ]
+    if others:
+        raise Forbidden(f"{len(others)} row(s) name another rater than {author!r}", others)
 
-    Rows are joined to the run's questions by id, else by text, else (``join="order"``) by position (see
-    services.ratings.join); ``columns`` maps fields to the file's own column names.
-    A row without a rubric is on the run's rubric (the batch's, for a run not rated yet; else the default).
-    Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
-    one output by one rater in the batch, or a rubric other than the one the run is already rated with.
-    With ``author`` (a rater writing for themselves), Forbidden when a row names another rater or the author
-    has no rating task on the run.
-    """
-    rows = map_columns(rows, columns or {})
-    run = lock_run(session, run_id)
-    if author is not None:
-        _check_author(session, run_id, author, author_id)
-        others = [
-            ItemError(r.index, "rater", "a rater can only post their own ratings", r.line)
-            for r in rows
-            if not isinstance(r.data, dict) or r.data.get("rater") != author
-        ]
-        if others:
-            raise Forbidden(f"{len(others)} row(s) name another rater than {author!r}", others)
-    default = ensure_default_rubric(session)
-    repo = RatingRepository(session)
-    good, errors = validate_rows(rows, RatingIn)
-    registered = (
-        register_named_raters(session, {i.rater for _, i in good}) if register_raters and not author else []
-    )
-    raters, rubrics = repo.raters(), repo.rubrics()
-    run_rubrics = repo.rubric_names_of_run(run_id)
-    implied = implied_rubric(run_rubrics, [item.rubric for _, item in good], rubrics, default.name)
-    # Only what this batch names is read: the cost of a small batch does not grow with the run.
-    targets = RunRepository(session).output_ids_by_question(
-        run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
-    )
-    if join == "order" or any(i.question_id not in targets or i.run is not None for _, i in good):
-        good, join_errors = _join(repo, run, good, join)
-        errors += join_errors
-        targets = RunRepository(session).output_ids_by_question(
-            run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
-        )
-    errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
+
+def _resolve(
+    good: list[tuple[Row, RatingIn]],
+    errors: list[ItemError],
+    raters: dict[str, Rater],
+    rubrics: dict[str, Rubric],
+    implied: str,
+    targets: dict[str, tuple[int, int | None]],
+    run_rubrics: set[str],
+    run_id: int,
+) -> list[tuple[RatingIn, int, Rater, Rubric]]:
+    """Each valid row with its output id, rater and rubric; the errors of the others are added to
+    ``errors`` (unknown rater or question, no output, off the rubric's scale, another rubric than the
+    run's)."""
     resolved: list[tuple[RatingIn, int, Rater, Rubric]] = []
     for row, item in good:
         rubric_name = item.rubric or implied
@@ -253,12 +228,13 @@ def import_ratings(
             )
         if len(errors) == bad and rater and target and target[1] is not None and rubric:
             resolved.append((item, target[1], rater, rubric))
-    if len({rubric.name for *_, rubric in resolved} | run_rubrics) > 1 and not errors:
-        errors.append(ItemError(None, "rubric", "one run is rated on one rubric; this batch mixes several"))
-    if errors:
-        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
-        raise invalid_rows("ratings", rows, errors)
+    return resolved
 
+
+def _upsert(
+    repo: RatingRepository, run_id: int, resolved: list[tuple[RatingIn, int, Rater, Rubric]]
+) -> tuple[int, int, int]:
+    """Insert the new ratings and update the changed ones: (created, updated, unchanged)."""
     existing = repo.existing(run_id, {o for _, o, *_ in resolved}, {r.id for _, _, r, _ in resolved})
     new: list[dict[str, object]] = []
     changed: list[dict[str, object]] = []
@@ -274,7 +250,62 @@ def import_ratings(
             changed.append({"id": stored[0], **values})
     repo.insert_many(new)
     repo.update_many(changed)
-    created, updated = len(new), len(changed)
+    return len(new), len(changed), unchanged
+
+
+def import_ratings(
+    session: Session,
+    run_id: int,
+    rows: list[Row],
+    author: str | None = None,
+    author_id: int | None = None,
+    join: Join = "auto",
+    columns: Mapping[str, str] | None = None,
+    register_raters: bool = False,
+) -> ImportReport:
+    """Upsert ratings of a run's outputs; with ``register_raters`` (not for an ``author``), the raters the
+    rows name are registered when missing (said in the notes).
+
+    Rows are joined to the run's questions by id, else by text, else (``join="order"``) by position (see
+    services.ratings.join); ``columns`` maps fields to the file's own column names.
+    A row without a rubric is on the run's rubric (the batch's, for a run not rated yet; else the default).
+    Fails (InvalidItems) on out-of-scale scores, unknown raters, questions, rubrics or outputs, two ratings of
+    one output by one rater in the batch, or a rubric other than the one the run is already rated with.
+    With ``author`` (a rater writing for themselves), Forbidden when a row names another rater or the author
+    has no rating task on the run.
+    """
+    rows = map_columns(rows, columns or {})
+    run = lock_run(session, run_id)
+    if author is not None:
+        _check_own_rows(session, run_id, author, author_id, rows)
+    default = ensure_default_rubric(session)
+    repo = RatingRepository(session)
+    good, errors = validate_rows(rows, RatingIn)
+    registered = (
+        register_named_raters(session, {i.rater for _, i in good}) if register_raters and not author else []
+    )
+    raters, rubrics = repo.raters(), repo.rubrics()
+    run_rubrics = repo.rubric_names_of_run(run_id)
+    implied = implied_rubric(run_rubrics, [item.rubric for _, item in good], rubrics, default.name)
+    # Only what this batch names is read: the cost of a small batch does not grow with the run.
+    targets = RunRepository(session).output_ids_by_question(
+        run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
+    )
+    if join == "order" or any(i.question_id not in targets or i.run is not None for _, i in good):
+        good, join_errors = _join(repo, run, good, join)
+        errors += join_errors
+        targets = RunRepository(session).output_ids_by_question(
+            run.dataset_id, run_id, {item.question_id for _, item in good if item.question_id is not None}
+        )
+    errors += duplicate_errors([(r, f"{x.question_id}/{x.rater}") for r, x in good], "question_id")
+    resolved = _resolve(good, errors, raters, rubrics, implied, targets, run_rubrics, run_id)
+    if len({rubric.name for *_, rubric in resolved} | run_rubrics) > 1 and not errors:
+        errors.append(ItemError(None, "rubric", "one run is rated on one rubric; this batch mixes several"))
+    if errors:
+        errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
+        raise invalid_rows("ratings", rows, errors)
+
+    created, updated, unchanged = _upsert(repo, run_id, resolved)
     return ImportReport(
         kind="ratings",
         received=len(rows),

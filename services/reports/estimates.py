@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from services import ppi, stats
 from services.config import Settings
 from services.errors import InvalidItems, ItemError
+from services.models import Rubric
 from services.reports import coverage
 from services.reports.data import Column, gather
 from services.reports.estimate_schemas import MeanEstimate, PpiRow, RunEstimate, WidthPlan
@@ -152,89 +153,69 @@ def _row(
     return row
 
 
-def build_estimate(
-    session: Session,
-    settings: Settings,
-    run_id: int,
-    *,
-    k: int = 5,
-    confidence: float = 0.95,
-    target_width: float | None = None,
-) -> RunEstimate:
-    """PPI++ estimate of the run's mean human score per metric. Raises NotFound for an unknown run and
-    InvalidItems (field ``ratings``) when the run has no rated output, too few, or nothing left unrated."""
-    run = get_run(session, run_id)
-    data = gather(session, [run_id], settings.ratings.reference, settings.ratings.min_raters)
-    items = data.items
-    output_ids = [it.output_id for it in items]
-    rated = [it.output_id for it in items if it.human is not None]
-    under = sum(1 for it in items if it.human is None and it.human_missing != "not rated")
-    rubric = data.ratings.rubric
-    if not rated:
+def _check_rated(n_rated: int, n_items: int, under: int, min_raters: int) -> None:
+    """InvalidItems (field ``ratings``) when no output is rated, fewer than ``ppi.MIN_RATED``, or all."""
+    if not n_rated:
         why = (
             "the run has no rated output"
             if under == 0
-            else (f"no output has ratings from {settings.ratings.min_raters} raters ({under} have fewer)")
+            else (f"no output has ratings from {min_raters} raters ({under} have fewer)")
         )
         raise InvalidItems("a human score estimate needs ratings", [ItemError(None, "ratings", why)])
-    if len(rated) < ppi.MIN_RATED:
+    if n_rated < ppi.MIN_RATED:
         raise InvalidItems(
             "a human score estimate needs ratings",
-            [
-                ItemError(
-                    None, "ratings", f"{len(rated)} rated output(s); at least {ppi.MIN_RATED} are needed"
-                )
-            ],
+            [ItemError(None, "ratings", f"{n_rated} rated output(s); at least {ppi.MIN_RATED} are needed")],
         )
-    if len(rated) == len(items):
+    if n_rated == n_items:
         raise InvalidItems(
             "every output is rated: the rated mean is the run's human score (see the report's agreement)",
-            [ItemError(None, "ratings", f"all {len(items)} outputs are rated; nothing is left to estimate")],
+            [ItemError(None, "ratings", f"all {n_items} outputs are rated; nothing is left to estimate")],
         )
-    if target_width is None:
-        span = (rubric.max_score - rubric.min_score) if rubric is not None else 4
-        target_width = span / 8  # half a point on 1-5
-    human = {it.output_id: it.human for it in items}
-    y = np.array([human[o] for o in rated], dtype=np.float64)
-    ref = ppi.rated_mean(y, confidence=confidence)
-    cols = [c for c in data.columns.values() if _k_of(c.metric) in (None, k)]
-    scale: Scale = (float(rubric.min_score), float(rubric.max_score)) if rubric is not None else None
-    rows = [_row(c, output_ids, rated, y, confidence, target_width, ref.width, scale) for c in cols]
-    rows.sort(key=lambda r: (r.ppi is None, r.ppi.width if r.ppi else 0.0, r.metric))
-    best = next((r for r in rows if r.ppi is not None), None)
+
+
+def _narrowest_note(best: PpiRow | None) -> str:
     if best is None:
-        note = "no metric gives an estimate: the rated-only interval is the only one"
-    elif best.ppi is not None and best.width_ratio is not None and best.width_ratio < 1:
-        note = (
+        return "no metric gives an estimate: the rated-only interval is the only one"
+    if best.ppi is not None and best.width_ratio is not None and best.width_ratio < 1:
+        return (
             f"{best.metric} gives the narrowest interval: {best.width_ratio:.0%} of the rated-only width, "
             f"worth about {1 / best.width_ratio**2:.1f}x as many ratings. Each interval holds for a metric "
             "chosen before looking; the narrowest of several, picked after seeing them, covers less "
             "(about 91 % at 95 % with 10 ratings, bench/ppi.py --selection): choose the metric on one run "
             "and use it on the next"
         )
-    else:
-        note = "no metric narrows the rated-only interval on these ratings"
+    return "no metric narrows the rated-only interval on these ratings"
+
+
+def _rated_items_text(settings: Settings, rubric: Rubric | None) -> str:
+    """What a rated item is, under these settings."""
     method = settings.ratings.reference
-    rated_items = (
+    return (
         f"a rated item is an output with ratings from at least {settings.ratings.min_raters} rater(s); its "
         f"score is the {method} of its raters' scores"
         + (f" on the rubric {rubric.name} ({rubric.min_score}..{rubric.max_score})" if rubric else "")
         + ". Outputs rated by fewer raters count as unrated (their ratings are not used). The estimate is "
         "therefore of the mean of that per-output score, not of a single rater's."
     )
+
+
+def _warnings(
+    n_rated: int, n_items: int, rows: list[PpiRow], rated_only: MeanEstimate, scale: Scale
+) -> list[ReportWarning]:
+    """Few ratings, intervals clipped to the rubric's scale, metrics imputed on some outputs."""
     warnings: list[ReportWarning] = []
-    if len(rated) < MIN_CHECKED_RATED:
+    if n_rated < MIN_CHECKED_RATED:
         warnings.append(
             ReportWarning(
                 code="small_sample",
                 scope="estimate",
-                message=f"only {len(rated)} rated outputs: coverage was checked from {MIN_CHECKED_RATED} up "
+                message=f"only {n_rated} rated outputs: coverage was checked from {MIN_CHECKED_RATED} up "
                 "(bench/ppi.py); read every interval here as indicative",
-                n=len(rated),
+                n=n_rated,
                 n_needed=MIN_CHECKED_RATED,
             )
         )
-    rated_only = _estimate(ref, "t", scale)
     clipped = (["rated only"] if rated_only.ci_clipped else []) + [
         r.metric for r in rows if r.ppi is not None and r.ppi.ci_clipped
     ]
@@ -255,11 +236,48 @@ def build_estimate(
                 ReportWarning(
                     code="undefined",
                     scope=r.metric,
-                    message=f"no value on {r.n_imputed} of {len(items)} outputs: predicted by the metric's "
+                    message=f"no value on {r.n_imputed} of {n_items} outputs: predicted by the metric's "
                     "mean there (valid, but those outputs gain nothing from the metric)",
                     n=r.n_imputed,
                 )
             )
+    return warnings
+
+
+def build_estimate(
+    session: Session,
+    settings: Settings,
+    run_id: int,
+    *,
+    k: int = 5,
+    confidence: float = 0.95,
+    target_width: float | None = None,
+) -> RunEstimate:
+    """PPI++ estimate of the run's mean human score per metric. Raises NotFound for an unknown run and
+    InvalidItems (field ``ratings``) when the run has no rated output, too few, or nothing left unrated."""
+    run = get_run(session, run_id)
+    data = gather(session, [run_id], settings.ratings.reference, settings.ratings.min_raters)
+    items = data.items
+    output_ids = [it.output_id for it in items]
+    rated = [it.output_id for it in items if it.human is not None]
+    under = sum(1 for it in items if it.human is None and it.human_missing != "not rated")
+    rubric = data.ratings.rubric
+    _check_rated(len(rated), len(items), under, settings.ratings.min_raters)
+    if target_width is None:
+        span = (rubric.max_score - rubric.min_score) if rubric is not None else 4
+        target_width = span / 8  # half a point on 1-5
+    human = {it.output_id: it.human for it in items}
+    y = np.array([human[o] for o in rated], dtype=np.float64)
+    ref = ppi.rated_mean(y, confidence=confidence)
+    cols = [c for c in data.columns.values() if _k_of(c.metric) in (None, k)]
+    scale: Scale = (float(rubric.min_score), float(rubric.max_score)) if rubric is not None else None
+    rows = [_row(c, output_ids, rated, y, confidence, target_width, ref.width, scale) for c in cols]
+    rows.sort(key=lambda r: (r.ppi is None, r.ppi.width if r.ppi else 0.0, r.metric))
+    best = next((r for r in rows if r.ppi is not None), None)
+    note = _narrowest_note(best)
+    rated_items = _rated_items_text(settings, rubric)
+    rated_only = _estimate(ref, "t", scale)
+    warnings = _warnings(len(rated), len(items), rows, rated_only, scale)
     active_tasks = active_rated_tasks(session, run_id)
     if active_tasks:
         warnings.append(

@@ -210,6 +210,61 @@ def pairwise(
     ``source``: auto (preference ratings when the pair has some, else absolute ratings), preference, or
     absolute. Raises NotFound / InvalidItems naming the field.
     """
+    ra, rb, out_a, out_b, both = _pair(session, run_a, run_b)
+    data = gather(session, [run_a, run_b], settings.ratings.reference, settings.ratings.min_raters)
+    prefs = _preferences(session, data, run_a, run_b, out_a, out_b, both, source)
+    questions = sorted(prefs.labels)
+    human = np.array([prefs.labels[q] for q in questions], dtype=np.float64)
+    n_ties = int(np.count_nonzero(human == 0))
+    mode = _interval_mode(n_resamples, seed)
+    deltas, meta, not_computed = _metric_deltas(data, k, questions, out_a, out_b, both, ra, rb)
+    corr = _correlations(deltas, human, questions, n_resamples, seed)
+    rows, metrics = _metric_rows(deltas, meta, corr, human)
+    best = _compare_all(rows, deltas, human, questions, mode)
+    for row, pm in zip(rows, metrics, strict=True):
+        pm.comparison, pm.spearman_comparison, pm.kendall_comparison = (
+            row.comparison,
+            row.spearman_comparison,
+            row.kendall_comparison,
+        )
+    metrics.sort(key=lambda m: (m.pearson.estimate is None, -(m.pearson.estimate or 0.0), m.metric))
+    warnings = _warnings(len(questions), n_ties, metrics, prefs)
+    notes = sorted({n for r in (ra, rb) for n in run_notes(r)})
+    if prefs.counts.stale:
+        notes.append(
+            f"{prefs.counts.stale} preference rating(s) were given on an answer that has changed since: left "
+            "out (kept; rate these pairs again)"
+        )
+    return PairwiseRead(
+        dataset_id=ra.dataset_id,
+        run_a=run_info(ra),
+        run_b=run_info(rb),
+        notes=notes,
+        source=prefs.source,
+        source_detail=prefs.detail,
+        preferences=prefs.counts,
+        preference_scale=prefs.scale,
+        n_questions_both=len(both),
+        n_pairs=len(questions),
+        n_human_ties=n_ties,
+        human_prefers_b=int(np.count_nonzero(human > 0)),
+        human_prefers_a=int(np.count_nonzero(human < 0)),
+        interval_rule=mode.rule,
+        ties_rule=TIES_RULE,
+        best=best["pearson"],
+        top_spearman=best["spearman"],
+        top_kendall=best["kendall"],
+        metrics=metrics,
+        not_computed=not_computed,
+        warnings=warnings,
+    )
+
+
+def _pair(
+    session: Session, run_a: int, run_b: int
+) -> tuple[Run, Run, dict[str, int], dict[str, int], set[str]]:
+    """The two runs, each one's outputs by question, and the questions both answer; InvalidItems when
+    they are one run, of two datasets, or share no question."""
     if run_a == run_b:
         raise _bad("run_b", "compare two different runs", f"run_b is run_a ({run_a})")
     ra, rb = run_of(session, run_a, "run_a"), run_of(session, run_b, "run_b")
@@ -227,7 +282,21 @@ def pairwise(
             "the two runs have no question in common",
             f"run {run_a} answers {len(out_a)} question(s), run {run_b} {len(out_b)}, none of them both",
         )
-    data = gather(session, [run_a, run_b], settings.ratings.reference, settings.ratings.min_raters)
+    return ra, rb, out_a, out_b, both
+
+
+def _preferences(
+    session: Session,
+    data: ReportData,
+    run_a: int,
+    run_b: int,
+    out_a: dict[str, int],
+    out_b: dict[str, int],
+    both: set[str],
+    source: str,
+) -> Preferences:
+    """The human preferences ``source`` asks for: the pair's current preference ratings (auto, when it
+    has some; preference, else InvalidItems), or the difference of the absolute ratings."""
     rated = _rated_preferences(session, run_a, run_b, both)
     prefs: Preferences | None = None
     if source in ("auto", "preference"):
@@ -244,10 +313,11 @@ def pairwise(
             )
     if prefs is None:
         prefs = _absolute_preferences(data, out_a, out_b, both, rated.counts)
-    questions = sorted(prefs.labels)
-    human = np.array([prefs.labels[q] for q in questions], dtype=np.float64)
-    n_ties = int(np.count_nonzero(human == 0))
-    mode = IntervalMode(
+    return prefs
+
+
+def _interval_mode(n_resamples: int, seed: int) -> IntervalMode:
+    return IntervalMode(
         "bca",
         bootstrap=True,
         clustered=False,
@@ -262,7 +332,20 @@ def pairwise(
             "agreement: Wilson score interval."
         ),
     )
-    metrics: list[PairwiseMetric] = []
+
+
+def _metric_deltas(
+    data: ReportData,
+    k: int,
+    questions: list[str],
+    out_a: dict[str, int],
+    out_b: dict[str, int],
+    both: set[str],
+    ra: Run,
+    rb: Run,
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, str, bool]], list[NotComputed]]:
+    """Per metric, its difference B - A on each pair, oriented so that higher means B better (NaN where
+    either answer has no score), with (library, kind, higher_is_better); the metrics left out, and why."""
     not_computed: list[NotComputed] = []
     deltas: dict[str, np.ndarray] = {}
     meta: dict[str, tuple[str, str, bool]] = {}
@@ -305,6 +388,13 @@ def pairwise(
             continue
         deltas[col.name] = d
         meta[col.name] = (library, kind, hib)
+    return deltas, meta, not_computed
+
+
+def _correlations(
+    deltas: dict[str, np.ndarray], human: np.ndarray, questions: list[str], n_resamples: int, seed: int
+) -> dict[str, dict[str, stats.CorrelationResult]]:
+    """Each metric's correlation with the human preference, by method."""
     corr: dict[str, dict[str, stats.CorrelationResult]] = {name: {} for name in deltas}
     for method in METHODS:
         res = stats.correlations_many(
@@ -319,8 +409,19 @@ def pairwise(
         )
         for name, r in res.items():
             corr[name][method] = r
-    # The comparison code of the main report, on deltas already oriented (higher = B better).
+    return corr
+
+
+def _metric_rows(
+    deltas: dict[str, np.ndarray],
+    meta: dict[str, tuple[str, str, bool]],
+    corr: dict[str, dict[str, stats.CorrelationResult]],
+    human: np.ndarray,
+) -> tuple[list[MetricRow], list[PairwiseMetric]]:
+    """The rows the main report's comparison code takes (on deltas already oriented: higher = B better),
+    and beside each the pairwise metric with its sign agreement."""
     rows: list[MetricRow] = []
+    metrics: list[PairwiseMetric] = []
     for name, d in deltas.items():
         have = np.isfinite(d)
         library, kind, hib = meta[name]
@@ -354,44 +455,7 @@ def pairwise(
                 n_metric_ties=int(np.count_nonzero(m[not_tied] == 0)),
             )
         )
-    best = _compare_all(rows, deltas, human, questions, mode)
-    for row, pm in zip(rows, metrics, strict=True):
-        pm.comparison, pm.spearman_comparison, pm.kendall_comparison = (
-            row.comparison,
-            row.spearman_comparison,
-            row.kendall_comparison,
-        )
-    metrics.sort(key=lambda m: (m.pearson.estimate is None, -(m.pearson.estimate or 0.0), m.metric))
-    warnings = _warnings(len(questions), n_ties, metrics, prefs)
-    notes = sorted({n for r in (ra, rb) for n in run_notes(r)})
-    if prefs.counts.stale:
-        notes.append(
-            f"{prefs.counts.stale} preference rating(s) were given on an answer that has changed since: left "
-            "out (kept; rate these pairs again)"
-        )
-    return PairwiseRead(
-        dataset_id=ra.dataset_id,
-        run_a=run_info(ra),
-        run_b=run_info(rb),
-        notes=notes,
-        source=prefs.source,
-        source_detail=prefs.detail,
-        preferences=prefs.counts,
-        preference_scale=prefs.scale,
-        n_questions_both=len(both),
-        n_pairs=len(questions),
-        n_human_ties=n_ties,
-        human_prefers_b=int(np.count_nonzero(human > 0)),
-        human_prefers_a=int(np.count_nonzero(human < 0)),
-        interval_rule=mode.rule,
-        ties_rule=TIES_RULE,
-        best=best["pearson"],
-        top_spearman=best["spearman"],
-        top_kendall=best["kendall"],
-        metrics=metrics,
-        not_computed=not_computed,
-        warnings=warnings,
-    )
+    return rows, metrics
 
 
 def _warnings(

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from services import stats
 from services.config import Settings
 from services.errors import InvalidItems, ItemError
+from services.models import Run
 from services.reports.comparison_schemas import (
     MetricPair,
     NotComputed,
@@ -32,7 +33,7 @@ from services.reports.comparison_schemas import (
     SystemMetric,
     SystemsRead,
 )
-from services.reports.data import gather
+from services.reports.data import Column, gather
 from services.reports.pairwise import SMALL_N, columns_at, outputs_by_question, run_info, run_of
 from services.reports.schemas import ReportWarning
 from services.reports.service import _higher_is_better, _library_kind, run_notes
@@ -142,17 +143,7 @@ def systems(
     n_resamples: int = 2000,
 ) -> SystemsRead:
     """The system-level analysis of these runs (see the module docstring). Raises NotFound / InvalidItems."""
-    ids = list(dict.fromkeys(run_ids))
-    if len(ids) < MIN_RUNS:
-        raise _bad(f"the system level compares at least {MIN_RUNS} runs", f"{len(ids)} distinct run(s) given")
-    runs = [run_of(session, rid, "runs") for rid in ids]
-    datasets = sorted({r.dataset_id for r in runs})
-    if len(datasets) > 1:
-        raise _bad("the runs must belong to one dataset", f"datasets {datasets}")
-    outs = {rid: outputs_by_question(session, rid) for rid in ids}
-    answered = set.intersection(*(set(o) for o in outs.values()))
-    if not answered:
-        raise _bad("the runs have no question in common", "no question is answered by every run")
+    ids, runs, datasets, outs, answered = _runs(session, run_ids)
     data = gather(session, ids, settings.ratings.reference, settings.ratings.min_raters)
     human_of = {it.output_id: it.human for it in data.items}
     common = sorted(q for q in answered if all(human_of.get(outs[r][q]) is not None for r in ids))
@@ -165,99 +156,11 @@ def systems(
     metrics: list[SystemMetric] = []
     not_computed: list[NotComputed] = []
     for col in columns_at(data, k):
-        hib = _higher_is_better(col)
-        library, kind = _library_kind(col)
-        unscored = [r for r in ids if not any(outs[r][q] in col.values for q in answered)]
-        if unscored:
-            not_computed.append(
-                NotComputed(metric=col.name, reason=f"not scored on run(s) {', '.join(map(str, unscored))}")
-            )
-            continue
-        qs = [i for i, q in enumerate(common) if all(outs[r][q] in col.values for r in ids)]
-        if len(qs) < 3:
-            not_computed.append(
-                NotComputed(
-                    metric=col.name,
-                    reason=f"only {len(qs)} question(s) have a human score and the metric in every run "
-                    "(3 needed)",
-                )
-            )
-            continue
-        M = np.array([[col.values[outs[r][common[i]]] for i in qs] for r in ids], dtype=np.float64)
-        Hm = H[:, qs]
-        sign = 1.0 if hib else -1.0
-        hmeans = np.round(Hm.mean(axis=1), MEAN_DECIMALS)
-        mmeans = np.round(sign * M.mean(axis=1), MEAN_DECIMALS)
-        level = stats.system_level(hmeans, mmeans)
-        tau = level.kendall
-        defined, n_undefined = rank_bootstrap(Hm, sign * M, n_resamples, seed)
-        if tau.estimate is None:
-            rank = RankAgreement(
-                estimate=None,
-                ci_low=None,
-                ci_high=None,
-                ci_method=None,
-                n_resamples=n_resamples,
-                n_resamples_undefined=n_undefined,
-                undefined_reason=tau.undefined_reason,
-            )
-        elif defined.size < 0.95 * n_resamples:
-            rank = RankAgreement(
-                estimate=tau.estimate,
-                ci_low=None,
-                ci_high=None,
-                ci_method=None,
-                n_resamples=n_resamples,
-                n_resamples_undefined=n_undefined,
-                undefined_reason=f"a ranking is all ties in {n_undefined} of {n_resamples} resamples",
-            )
+        result = _system_metric(col, ids, outs, answered, common, H, n_resamples, seed)
+        if isinstance(result, NotComputed):
+            not_computed.append(result)
         else:
-            low, high = (float(v) for v in np.quantile(defined, [0.025, 0.975]))
-            rank = RankAgreement(
-                estimate=tau.estimate,
-                ci_low=low,
-                ci_high=high,
-                ci_method="percentile bootstrap over questions",
-                n_resamples=n_resamples,
-                n_resamples_undefined=n_undefined,
-            )
-        pairs_h, pairs_m, pairs = [], [], []
-        for i, j in combinations(range(len(ids)), 2):
-            th = paired_test(ids[i], ids[j], Hm[i], Hm[j])
-            tm = paired_test(ids[i], ids[j], sign * M[i], sign * M[j])
-            pairs_h.append(th)
-            pairs_m.append(tm)
-        _holm(pairs_h)
-        _holm(pairs_m)
-        for th, tm in zip(pairs_h, pairs_m, strict=True):
-            same = None
-            if th.difference is not None and tm.difference is not None and th.difference != 0:
-                same = bool(np.sign(th.difference) == np.sign(tm.difference))
-            pairs.append(
-                MetricPair(
-                    run_a=th.run_a,
-                    run_b=th.run_b,
-                    human=th,
-                    metric=tm,
-                    same_winner=same,
-                    human_distinguishable=None if th.holm_p is None else th.holm_p < 0.05,
-                    metric_distinguishable=None if tm.holm_p is None else tm.holm_p < 0.05,
-                )
-            )
-        metrics.append(
-            SystemMetric(
-                metric=col.name,
-                library=library,
-                kind=kind,
-                higher_is_better=hib,
-                n_questions=len(qs),
-                means=[run_mean(r, M[i]) for i, r in enumerate(ids)],
-                kendall=rank,
-                pairwise_correct=level.pairwise_correct,
-                pairwise_total=level.pairwise_total,
-                pairs=pairs,
-            )
-        )
+            metrics.append(result)
     metrics.sort(key=lambda m: (m.kendall.estimate is None, -(m.kendall.estimate or 0.0), m.metric))
     rule = (
         f"Human and metric means per run over the questions every run answered and every answer has a "
@@ -278,6 +181,134 @@ def systems(
         not_computed=not_computed,
         warnings=_warnings(len(ids), len(common)),
     )
+
+
+def _runs(
+    session: Session, run_ids: list[int]
+) -> tuple[list[int], list[Run], list[int], dict[int, dict[str, int]], set[str]]:
+    """The distinct run ids in order, their runs, their one dataset, each run's outputs by question and
+    the questions every run answers; InvalidItems for fewer than MIN_RUNS runs, two datasets or no
+    question in common."""
+    ids = list(dict.fromkeys(run_ids))
+    if len(ids) < MIN_RUNS:
+        raise _bad(f"the system level compares at least {MIN_RUNS} runs", f"{len(ids)} distinct run(s) given")
+    runs = [run_of(session, rid, "runs") for rid in ids]
+    datasets = sorted({r.dataset_id for r in runs})
+    if len(datasets) > 1:
+        raise _bad("the runs must belong to one dataset", f"datasets {datasets}")
+    outs = {rid: outputs_by_question(session, rid) for rid in ids}
+    answered = set.intersection(*(set(o) for o in outs.values()))
+    if not answered:
+        raise _bad("the runs have no question in common", "no question is answered by every run")
+    return ids, runs, datasets, outs, answered
+
+
+def _system_metric(
+    col: Column,
+    ids: list[int],
+    outs: dict[int, dict[str, int]],
+    answered: set[str],
+    common: list[str],
+    H: FloatArray,
+    n_resamples: int,
+    seed: int,
+) -> SystemMetric | NotComputed:
+    """One metric at the system level, or why it is not computed (a run it did not score, fewer than 3
+    questions with a human score and the metric in every run)."""
+    hib = _higher_is_better(col)
+    library, kind = _library_kind(col)
+    unscored = [r for r in ids if not any(outs[r][q] in col.values for q in answered)]
+    if unscored:
+        return NotComputed(metric=col.name, reason=f"not scored on run(s) {', '.join(map(str, unscored))}")
+    qs = [i for i, q in enumerate(common) if all(outs[r][q] in col.values for r in ids)]
+    if len(qs) < 3:
+        return NotComputed(
+            metric=col.name,
+            reason=f"only {len(qs)} question(s) have a human score and the metric in every run (3 needed)",
+        )
+    M = np.array([[col.values[outs[r][common[i]]] for i in qs] for r in ids], dtype=np.float64)
+    Hm = H[:, qs]
+    sign = 1.0 if hib else -1.0
+    hmeans = np.round(Hm.mean(axis=1), MEAN_DECIMALS)
+    mmeans = np.round(sign * M.mean(axis=1), MEAN_DECIMALS)
+    level = stats.system_level(hmeans, mmeans)
+    defined, n_undefined = rank_bootstrap(Hm, sign * M, n_resamples, seed)
+    return SystemMetric(
+        metric=col.name,
+        library=library,
+        kind=kind,
+        higher_is_better=hib,
+        n_questions=len(qs),
+        means=[run_mean(r, M[i]) for i, r in enumerate(ids)],
+        kendall=_rank_agreement(level.kendall, defined, n_undefined, n_resamples),
+        pairwise_correct=level.pairwise_correct,
+        pairwise_total=level.pairwise_total,
+        pairs=_metric_pairs(ids, Hm, sign * M),
+    )
+
+
+def _rank_agreement(
+    tau: stats.CorrelationResult, defined: FloatArray, n_undefined: int, n_resamples: int
+) -> RankAgreement:
+    """tau-b of the run means with its percentile interval, none when 5% or more resamples are undefined."""
+    if tau.estimate is None:
+        return RankAgreement(
+            estimate=None,
+            ci_low=None,
+            ci_high=None,
+            ci_method=None,
+            n_resamples=n_resamples,
+            n_resamples_undefined=n_undefined,
+            undefined_reason=tau.undefined_reason,
+        )
+    if defined.size < 0.95 * n_resamples:
+        return RankAgreement(
+            estimate=tau.estimate,
+            ci_low=None,
+            ci_high=None,
+            ci_method=None,
+            n_resamples=n_resamples,
+            n_resamples_undefined=n_undefined,
+            undefined_reason=f"a ranking is all ties in {n_undefined} of {n_resamples} resamples",
+        )
+    low, high = (float(v) for v in np.quantile(defined, [0.025, 0.975]))
+    return RankAgreement(
+        estimate=tau.estimate,
+        ci_low=low,
+        ci_high=high,
+        ci_method="percentile bootstrap over questions",
+        n_resamples=n_resamples,
+        n_resamples_undefined=n_undefined,
+    )
+
+
+def _metric_pairs(ids: list[int], Hm: FloatArray, oriented: FloatArray) -> list[MetricPair]:
+    """Every pair of runs: the paired tests of the human scores and of the metric (oriented, higher is
+    better), Holm over the pairs on each side, and whether they name the same winner."""
+    pairs_h, pairs_m, pairs = [], [], []
+    for i, j in combinations(range(len(ids)), 2):
+        th = paired_test(ids[i], ids[j], Hm[i], Hm[j])
+        tm = paired_test(ids[i], ids[j], oriented[i], oriented[j])
+        pairs_h.append(th)
+        pairs_m.append(tm)
+    _holm(pairs_h)
+    _holm(pairs_m)
+    for th, tm in zip(pairs_h, pairs_m, strict=True):
+        same = None
+        if th.difference is not None and tm.difference is not None and th.difference != 0:
+            same = bool(np.sign(th.difference) == np.sign(tm.difference))
+        pairs.append(
+            MetricPair(
+                run_a=th.run_a,
+                run_b=th.run_b,
+                human=th,
+                metric=tm,
+                same_winner=same,
+                human_distinguishable=None if th.holm_p is None else th.holm_p < 0.05,
+                metric_distinguishable=None if tm.holm_p is None else tm.holm_p < 0.05,
+            )
+        )
+    return pairs
 
 
 def _warnings(n_runs: int, n_questions: int) -> list[ReportWarning]:

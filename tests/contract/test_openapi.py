@@ -64,3 +64,55 @@ def test_every_integer_a_request_carries_is_bounded() -> None:
             for media in op.get("requestBody", {}).get("content", {}).values():
                 unbounded += _integers(media["schema"], components, seen, f"{method} {path} body")
     assert unbounded == []
+
+
+def _free_form(
+    schema: dict[str, Any], components: dict[str, Any], seen: set[str], where: str
+) -> Iterator[str]:
+    """The places under ``schema`` that are an object of any shape (no properties, or additional
+    properties of any type), refs and unions followed."""
+    ref = schema.get("$ref")
+    if ref:
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen:
+            seen.add(name)
+            yield from _free_form(components[name], components, seen, name)
+        return
+    extra = schema.get("additionalProperties")
+    shapeless = schema.get("type") == "object" and "properties" not in schema and not isinstance(extra, dict)
+    if shapeless or extra is True or extra == {}:
+        yield where
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for part in schema.get(key, []):
+            yield from _free_form(part, components, seen, where)
+    for name, prop in schema.get("properties", {}).items():
+        yield from _free_form(prop, components, seen, f"{where}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield from _free_form(schema[key], components, seen, f"{where}[]")
+
+
+def test_job_responses_are_typed_through() -> None:
+    """Every job a response carries (GET /jobs and the routes that start one) is its kind's typed model:
+    params and summary written out, no object of any shape."""
+    spec = json.loads(render())
+    components = spec["components"]["schemas"]
+    routes = [
+        ("get", "/jobs"),
+        ("get", "/jobs/{job_id}"),
+        ("post", "/jobs/{job_id}/cancel"),
+        ("post", "/jobs/{job_id}/resume"),
+        ("post", "/runs/{run_id}/scoring-jobs"),
+        ("post", "/datasets/{dataset_id}/index"),
+        ("post", "/runs/{run_id}/generate"),
+    ]
+    free = []
+    for method, path in routes:
+        ok = next(c for c in spec["paths"][path][method]["responses"] if c.startswith("2"))
+        schema = spec["paths"][path][method]["responses"][ok]["content"]["application/json"]["schema"]
+        free += _free_form(schema, components, set(), f"{method} {path}")
+    assert free == []
+    union = spec["paths"]["/jobs/{job_id}"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"
+    ]
+    assert set(union["discriminator"]["mapping"]) == {"scoring", "index", "generate"}
