@@ -14,6 +14,7 @@ from services.reports.drilldown import metric_items
 from services.reports.estimate_render import page_sections
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
+from services.reports.stability import page_section as stability_section
 
 
 def report(session: Session, settings: Settings, run_ids: list[int], kwargs: dict[str, Any]) -> ReportRead:
@@ -82,11 +83,15 @@ def sections_version(session: Session, run_ids: list[int]) -> tuple[object, ...]
 
 
 def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
-    """The page's sections beside the report: for one run, its human score from few ratings (PPI) and
-    judge sensitivity; for pooled runs, the comparisons between them (system level, pairwise preference)."""
+    """The page's sections beside the report: for one run, its human score from few ratings (PPI), judge
+    sensitivity and judge stability (test-retest over repeats); for pooled runs, the comparisons between
+    them (system level, pairwise preference)."""
     opts = section_options(rep)
     if len(run_ids) == 1:
-        return page_sections(session, settings, run_ids[0], opts["k"])
+        run_id = run_ids[0]
+        return page_sections(session, settings, run_id, opts["k"]) + stability_section(
+            session, settings, run_id
+        )
     from services.reports.comparisons import page_sections as comparison_sections
 
     return comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])
