@@ -277,13 +277,6 @@ def stability(session: Session, settings: Settings, run_id: int) -> StabilityRep
 
 
 FIGURES = ("icc_a1", "within_sd", "reliability_of_mean", "raw_r", "corrected_r")
-_LABELS = {
-    "icc_a1": "ICC(A,1) across repeats",
-    "within_sd": "within-output SD",
-    "reliability_of_mean": "reliability of the k-mean",
-    "raw_r": "raw r with the mean rating",
-    "corrected_r": "corrected r",
-}
 
 
 def _figures_of(m: MetricStability) -> dict[str, Figure]:

@@ -8,31 +8,13 @@ import os
 from typing import Any
 
 import httpx
-import numpy as np
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.main import create_app
 from app.settings import Settings
-from services.models import MetricScore, Output
 from tests.conftest import open_mode
-from tests.integration.test_reports import A, study
+from tests.integration.test_judge_retest import judged
+from tests.integration.test_reports import study
 from tests.live import serve
-
-
-def judged(engine: Any, run: int, metric: str, repeats: int, noise: float) -> None:
-    """Scores of a judge metric (its configuration names a judge) stored as a job with ``repeats`` would."""
-    rng = np.random.default_rng(3)
-    with Session(engine) as s:
-        oids = sorted(s.scalars(select(Output.id).where(Output.run_id == run)))
-        config = {"judge": {"model": "loopback-judge"}}
-        details = {"judge_settings": {"model": "loopback-judge", "temperature": 0.7, "seed": None}}
-        for i, oid in enumerate(oids):
-            for rep in range(repeats):
-                value = float(np.clip(A[i] + rng.normal(scale=noise), 0, 1))
-                s.add(MetricScore(output_id=oid, metric=metric, config_key=f"{metric}-cfg", config=config,
-                                  repeat=rep, value=value, details=details))  # fmt: skip
-        s.commit()
 
 
 def test_stability_section_shows_the_repeated_judge_and_links_its_formats(
