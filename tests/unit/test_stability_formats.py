@@ -90,3 +90,11 @@ def test_unstable_reads_the_estimate_and_the_upper_limit_against_the_threshold()
     assert _unstable(Interval(t + 0.01, t - 0.1, t + 0.1, "jackknife-t"), t) == (False, False)
     assert _unstable(Interval(t, None, None, None, "fewer than 3 questions"), t) == (False, None)
     assert _unstable(Interval(None, None, None, None, "undefined"), t) == (None, None)
+
+
+def test_cli_text_names_an_unstable_judge() -> None:
+    from app.cli import _stability_text
+
+    out = _stability_text(report().model_dump(mode="json"))
+    assert f"(unstable: below {UNSTABLE_ICC_A1})" in out
+    assert "opik.once: 1 repeats on 40 outputs\n  one repeat only" in out
