@@ -257,7 +257,8 @@ def _stability_text(res: dict[str, Any]) -> str:
             lines.append(f"  {m['undefined_reason']}")
             continue
         lines += [
-            f"  ICC(A,1) across repeats   {_fig(m['icc_a1'])}",
+            f"  ICC(A,1) across repeats   {_fig(m['icc_a1'])}"
+            + (f"  (unstable: below {res['unstable_below']})" if m.get("unstable") else ""),
             f"  within-output SD          {_fig(m['within_sd'])}",
             f"  reliability of the mean   {_fig(m['reliability_of_mean'])}",
             f"  r with the mean rating    {_fig(c['raw_r'])}",

@@ -17,6 +17,7 @@ from services.reports.estimate_schemas import RunEstimate
 from services.reports.estimates import build_estimate
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
+from services.reports.stability import page_section as stability_section
 
 
 def report(session: Session, settings: Settings, run_ids: list[int], kwargs: dict[str, Any]) -> ReportRead:
@@ -85,9 +86,10 @@ def sections_version(session: Session, run_ids: list[int]) -> tuple[object, ...]
 
 
 def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: list[int]) -> str:
-    """The page's sections beside the report: for one run, its human score from few ratings (PPI) and
-    judge sensitivity; for pooled runs, the comparisons between them (system level, pairwise preference);
-    for both, whether a metric may replace the raters (the trust verdicts)."""
+    """The page's sections beside the report: for one run, its human score from few ratings (PPI), judge
+    sensitivity and judge stability (test-retest over repeats); for pooled runs, the comparisons between
+    them (system level, pairwise preference); for both, whether a metric may replace the raters (the trust
+    verdicts)."""
     from services.reports import trust
 
     opts = section_options(rep)
@@ -95,7 +97,9 @@ def sections(session: Session, settings: Settings, rep: ReportRead, run_ids: lis
         trust.build_trust(session, settings, run_ids, k=opts["k"], seed=opts["seed"])
     )
     if len(run_ids) == 1:
-        return page_sections(session, settings, run_ids[0], opts["k"]) + verdicts
+        run_id = run_ids[0]
+        stability = stability_section(session, settings, run_id)
+        return page_sections(session, settings, run_id, opts["k"]) + stability + verdicts
     from services.reports.comparisons import page_sections as comparison_sections
 
     sections = comparison_sections(session, settings, run_ids, opts["seed"], opts["n_resamples"], opts["k"])

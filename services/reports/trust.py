@@ -26,7 +26,7 @@ from services.reports.data import Column, ReportData, gather
 from services.reports.markdown import _cell as md_cell
 from services.reports.markdown import _text as md_text
 from services.reports.service import _higher_is_better, _k_of
-from services.reports.stability import build_stability
+from services.reports.stability import UNSTABLE_ICC_A1, judge_retest
 from services.reports.systems import MIN_RUNS, systems
 from services.reports.trust_schemas import (
     AltTestRead,
@@ -56,9 +56,6 @@ from services.stats.uses import (
     questions_for_power,
 )
 
-# The stability report is read for its ICC point estimate only: one resample (its least) keeps it cheap.
-STABILITY_RESAMPLES = 1
-
 ITEM_RULE = (
     "yes when the Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) passes: the metric, "
     "calibrated onto the rubric (held-out), beats at least half of the raters (omega >= 0.5), each by a "
@@ -86,8 +83,8 @@ NOT_YET_RULE = (
     "(z_0.95 + z_0.8)^2 sigma^2 / (epsilon - d)^2, sigma^2 = G se^2, the power formula of the comparisons"
 )
 # Test-retest ICC(A,1) of a judge's repeats below this is read as unstable (Koo & Li 2016: below 0.75 is
-# at best moderate reliability).
-STABLE_ICC = 0.75
+# at best moderate reliability), as the stability report reads it.
+STABLE_ICC = UNSTABLE_ICC_A1
 EPSILON_RULE = (
     "epsilon is the cost-benefit margin the metric may trail a rater by; 0.2 by default, the paper's "
     "guidance for skilled raters (0.1 for experts, 0.15-0.2 for crowd workers); set it with ?epsilon="
@@ -520,17 +517,11 @@ def _system_level(
         return None, f"no system level: {exc}"
 
 
-def _repeat_icc(session: Session, settings: Settings, run_ids: list[int]) -> dict[str, float | None]:
-    """Test-retest ICC(A,1) of each judge metric scored with repeats >= 2 (the lowest over the runs)."""
-    out: dict[str, float | None] = {}
-    for rid in dict.fromkeys(run_ids):
-        for m in build_stability(session, settings, rid, n_resamples=STABILITY_RESAMPLES).metrics:
-            if m.repeats < 2:
-                continue
-            icc = m.icc_a1.estimate
-            prev = out.get(m.metric, math.inf)
-            out[m.metric] = None if icc is None or prev is None else min(icc, prev)
-    return out
+def _repeat_icc(session: Session, run_ids: list[int]) -> dict[str, float | None]:
+    """Test-retest ICC(A,1) of each judge metric scored with repeats >= 2, over the runs' outputs
+    (``stability.judge_retest``: the figure of the stability report)."""
+    retests = judge_retest(session, list(dict.fromkeys(run_ids)), threshold=STABLE_ICC)
+    return {metric: r.icc_a1 for metric, r in retests.items() if r.repeats >= 2}
 
 
 def build_trust(
@@ -577,7 +568,7 @@ def build_trust(
     )
     sys_read, sys_why = _system_level(session, settings, run_ids, k, seed)
     shared = _Shared(
-        data, ratings, scale, hb, epsilon, seed, sys_read, sys_why, _repeat_icc(session, settings, run_ids)
+        data, ratings, scale, hb, epsilon, seed, sys_read, sys_why, _repeat_icc(session, run_ids)
     )
     cols = sorted((c for c in data.columns.values() if _k_of(c.metric) in (None, k)), key=lambda c: c.name)
     return TrustRead(

@@ -58,9 +58,11 @@ class ScoreRepository(Repository):
             now = utcnow()
             self.session.execute(update(MetricScore), [{"updated_at": now, **r} for r in rows])
 
-    def table_cells(self, run_id: int) -> list[tuple[int, str, str, float | None, str | None, str | None]]:
-        """(output id, metric, config key, value, error, reason) of every score of a run: the columns a
-        score table shows, without loading whole rows."""
+    def table_cells(
+        self, run_id: int
+    ) -> list[tuple[int, str, str, float | None, str | None, str | None, int]]:
+        """(output id, metric, config key, value, error, reason, repeat) of every score of a run: the
+        columns a score table shows, without loading whole rows."""
         stmt = (
             select(
                 MetricScore.output_id,
@@ -69,10 +71,11 @@ class ScoreRepository(Repository):
                 MetricScore.value,
                 MetricScore.error,
                 MetricScore.reason,
+                MetricScore.repeat,
             )
             .join(Output, Output.id == MetricScore.output_id)
             .where(Output.run_id == run_id)
-            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.id)
+            .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.repeat, MetricScore.id)
         )
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
 

@@ -149,25 +149,42 @@ def _column(metric: str, config_key: str, multi: bool) -> str:
 
 def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per output, one column per metric (and per configuration when a metric has several),
-    plus an ``<column>.error`` column holding the reason or error of null values."""
+    plus an ``<column>.error`` column holding the reason or error of null values. A column scored with
+    judge repeats (``repeats = k``) holds the mean of the repeats with a value, as reports do, and
+    ``<column>.repeat<i>`` (with ``<column>.repeat<i>.error``) each repeat's own value, i from 0."""
     run = get_run(session, run_id)
     cells = ScoreRepository(session).table_cells(run_id)
     by_question = RunRepository(session).output_ids_by_question(run.dataset_id, run_id, None)
     ordered = sorted((qid, oid, ext) for ext, (qid, oid) in by_question.items() if oid is not None)
     configs: dict[str, set[str]] = {}
+    repeats: dict[str, int] = {}
     for _, metric, ckey, *_ in cells:
         configs.setdefault(metric, set()).add(ckey)
-    columns: set[str] = set()
-    rows: dict[int, dict[str, Any]] = {oid: {"output_id": oid, "question_id": ext} for _, oid, ext in ordered}
-    for oid, metric, ckey, value, error, reason in cells:
+    for _, metric, ckey, *_, repeat in cells:
         col = _column(metric, ckey, len(configs[metric]) > 1)
-        columns.add(col)
-        rows[oid][col] = value
-        if value is None:
-            rows[oid][f"{col}.error"] = error or reason
+        repeats[col] = max(repeats.get(col, 1), repeat + 1)
+    rows: dict[int, dict[str, Any]] = {oid: {"output_id": oid, "question_id": ext} for _, oid, ext in ordered}
+    got: dict[tuple[int, str], list[float]] = {}
+    for oid, metric, ckey, value, error, reason, repeat in cells:
+        col = _column(metric, ckey, len(configs[metric]) > 1)
+        row = rows[oid]
+        if repeats[col] > 1:
+            row[f"{col}.repeat{repeat}"] = value
+            if value is None:
+                row[f"{col}.repeat{repeat}.error"] = error or reason
+        if value is not None:
+            values = got.setdefault((oid, col), [])
+            values.append(value)
+            row[col] = sum(values) / len(values)
+            row.pop(f"{col}.error", None)
+        elif row.get(col) is None:
+            row[col] = None
+            row[f"{col}.error"] = error or reason
     header = ["output_id", "question_id"]
-    for col in sorted(columns):
+    for col in sorted(repeats):
         header += [col, f"{col}.error"]
+        for i in range(repeats[col] if repeats[col] > 1 else 0):
+            header += [f"{col}.repeat{i}", f"{col}.repeat{i}.error"]
     return header, [{h: r.get(h) for h in header} for r in rows.values()]
 
 

@@ -5,6 +5,8 @@ report's test-retest ICC and corrected correlation equal a written-out computati
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections import Counter, defaultdict
@@ -172,6 +174,26 @@ def test_three_repeats_are_three_judge_calls_stored_apart_and_a_rerun_makes_none
     item = next(v for v in by_metric["opik.moderation"]["verdicts"] if v["use"] == "item")
     assert note in item["reason"]
     assert by_metric["classic.bleu"]["stability"] is None
+    # The same report as CSV (one row per metric x figure) and Markdown.
+    csv_rows = list(csv.DictReader(io.StringIO(client.get(f"/runs/{run}/stability?format=csv").text)))
+    icc_row = next(r for r in csv_rows if r["metric"] == "opik.moderation" and r["figure"] == "icc_a1")
+    assert float(icc_row["estimate"]) == pytest.approx(icc, abs=1e-9) and icc_row["repeats"] == "3"
+    assert {r["figure"] for r in csv_rows} == {
+        "icc_a1", "within_sd", "reliability_of_mean", "raw_r", "corrected_r"
+    }  # fmt: skip
+    md = client.get(f"/runs/{run}/stability?format=md")
+    assert md.headers["content-type"].startswith("text/markdown")
+    assert f"| opik.moderation | 3 | 5 | {icc:.2f}" in md.text
+
+    # The score listing shows each repeat beside the mean the reports use.
+    listing = client.get(f"/runs/{run}/scores").json()
+    assert (
+        "opik.moderation.repeat2" in listing["columns"] and "classic.bleu.repeat0" not in listing["columns"]
+    )
+    for row in listing["rows"]:
+        reps = by_output[row["output_id"]]
+        assert [row[f"opik.moderation.repeat{i}"] for i in range(3)] == [reps[i] for i in range(3)]
+        assert row["opik.moderation"] == pytest.approx(float(np.mean(list(reps.values()))))
 
 
 def test_stability_of_an_unknown_run_is_404_and_a_single_asking_says_what_is_missing(
