@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from app.deps import CommittingRoute, JobId, SessionDep, SettingsDep
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from services.jobs import service
 from services.jobs.service import JobRead
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=CommittingRoute)
 
 
-@router.get("", response_model=list[JobRead])
-def list_jobs(session: SessionDep, status: str | None = None) -> list[JobRead]:
-    return service.list_jobs(session, status)
+@router.get(
+    "",
+    response_model=list[JobRead],
+    responses={**responses(422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_jobs(
+    session: SessionDep, page: PageDep, request: Request, response: Response, status: str | None = None
+) -> list[JobRead]:
+    """The jobs, newest first, a page at a time."""
+    return paged(request, response, "jobs", service.list_jobs(session, page.request("jobs"), status))
 
 
 @router.get("/{job_id}", response_model=JobRead, responses=responses(404))

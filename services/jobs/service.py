@@ -15,6 +15,7 @@ from services.jobs.connection import uses_queue
 from services.jobs.queue import dispatch
 from services.jobs.repository import JobRepository
 from services.models import Job, utcnow
+from services.pagination import Page, PageRequest, map_page, take
 
 
 class ItemErrorRead(BaseModel):
@@ -113,8 +114,11 @@ def job_read(session: Session, job: Job) -> JobRead:
     )
 
 
-def list_jobs(session: Session, status: str | None = None) -> list[JobRead]:
-    return [job_read(session, j) for j in JobRepository(session).recent(status)]
+def list_jobs(session: Session, page: PageRequest, status: str | None = None) -> Page[JobRead]:
+    """Newest first."""
+    before = page.after[0] if page.after else None
+    jobs = take(JobRepository(session).recent(status, page.limit + 1, before), page.limit, lambda j: (j.id,))
+    return map_page(jobs, lambda j: job_read(session, j))
 
 
 def cancel_job(session: Session, job_id: int) -> JobRead:
