@@ -14,6 +14,7 @@ from services.errors import Conflict, NotFound
 from services.jobs.connection import uses_queue
 from services.jobs.queue import dispatch
 from services.jobs.repository import JobRepository
+from services.logs import current_request_id
 from services.models import Job, utcnow
 from services.pagination import Page, PageRequest, map_page, take
 
@@ -60,6 +61,10 @@ def create_job(
     """A job with one item per key. On PostgreSQL its batches are deferred to the queue in the same
     transaction (services.jobs.queue); on SQLite the lease loop finds its items."""
     repo = JobRepository(session)
+    request_id = current_request_id()
+    if request_id is not None:
+        # Carried into the job's log lines, in whichever worker runs its batches (services.logs).
+        params = {**params, "request_id": request_id}
     job = Job(kind=kind, params=params, total=len(keys), summary=summary, status="queued" if keys else "done")
     if not keys:
         job.finished_at = utcnow()

@@ -201,7 +201,7 @@ def test_large_batches_are_stored_exactly(client: TestClient) -> None:
     ratings = [{"question_id": f"q{i:03d}", "rater": "alice", "score": 1 + i % 5} for i in order]
     r = client.post(f"/runs/{run}/ratings", json=ratings)
     assert r.status_code == 200, r.text
-    got = {x["question_id"]: x["score"] for x in client.get(f"/runs/{run}/ratings").json()}
+    got = {x["question_id"]: x["score"] for x in get_all(client, f"/runs/{run}/ratings")}
     assert got == {f"q{i:03d}": 1 + i % 5 for i in range(n)}
     scores = [{"question_id": f"q{i:03d}", "metric": "external.m", "value": i / 3} for i in order]
     r = client.post(f"/runs/{run}/scores", json=scores)
