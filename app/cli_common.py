@@ -68,6 +68,36 @@ def check(resp: httpx.Response) -> Any:
     return resp.json() if ctype.startswith("application/json") else resp
 
 
+# Rows asked per page when a command reads a whole list (the service's maximum).
+PAGE_LIMIT = 1000
+
+
+def get_all(c: httpx.Client, path: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+    """Every row of a paged list: the pages followed by their ``Link: rel="next"`` until the last one."""
+    rows: list[Any] = []
+    resp = c.get(path, params={"limit": PAGE_LIMIT, **(params or {})})
+    while True:
+        body = check(resp)
+        rows.extend(body)
+        following = resp.links.get("next", {}).get("url")
+        if not following:
+            return rows
+        resp = c.get(following)
+
+
+def get_pages(c: httpx.Client, path: str, params: Mapping[str, Any] | None = None) -> list[httpx.Response]:
+    """Every page of a paged export (CSV, JSONL) in order, followed by their ``Link`` headers."""
+    pages = []
+    resp = c.get(path, params={"limit": PAGE_LIMIT, **(params or {})})
+    while True:
+        check(resp)
+        pages.append(resp)
+        following = resp.links.get("next", {}).get("url")
+        if not following:
+            return pages
+        resp = c.get(following)
+
+
 def readable(path: Path | None) -> Path | None:
     if path is not None and not path.is_file():
         raise UsageError(f"file not found: {path}")

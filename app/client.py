@@ -32,6 +32,7 @@ from app.cli_common import (
     UsageError,
     api_key,
     check,
+    get_all,
     output_format,
     print_issued,
     readable,
@@ -149,7 +150,7 @@ def _report_path(ids: list[int], suffix: str = "") -> tuple[str, dict[str, Any]]
 def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
     readable(args.documents)
     readable(args.questions)
-    existing = [d for d in check(c.get("/datasets")) if d["name"] == args.name]
+    existing = [d for d in get_all(c, "/datasets") if d["name"] == args.name]
     ds = (
         existing[0]
         if existing
@@ -274,7 +275,7 @@ def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
 
 def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
     params = {"status": args.status} if args.status else None
-    jobs = check(c.get("/jobs", params=params))
+    jobs = get_all(c, "/jobs", params)
     if not jobs:
         print("no jobs")
     else:
@@ -545,7 +546,7 @@ def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
         new = {"name": args.name, "role": args.role, "label": args.label}
         print_issued(check(c.post("/keys", json=new)))
     elif args.keys_command == "list":
-        keys = check(c.get("/keys"))
+        keys = get_all(c, "/keys")
         width = max([len("prefix")] + [len(k["prefix"]) for k in keys])
         print(f"{'id':>4}  {'prefix':<{width}}  {'user':<20} {'role':<7} {'state':<6}  label")
         for k in keys:

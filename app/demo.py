@@ -245,7 +245,7 @@ def export_outputs(factory: sessionmaker[Session], run_id: int, path: Path) -> i
     import json
 
     with factory() as s:
-        outputs = runs.list_outputs(s, run_id)
+        outputs = runs.list_outputs(s, run_id).items
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for o in outputs:

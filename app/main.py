@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from app import docs
+from app import docs, request_id, telemetry
 from app.auth import access, look_up
 from app.auth_state import AuthState
 from app.db_slots import DbSlots
@@ -177,6 +177,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestGuard, fastapi_app=app)
     # Outermost: the guard's own refusals carry the headers too.
     app.add_middleware(SecurityHeaders)
+    request_id.install(app)
+    telemetry.install(app)
     docs.install(app)
     # Who may call what: these routers read with the reader roles (admin, editor, viewer) and write with the
     # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route

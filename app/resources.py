@@ -26,6 +26,7 @@ from services.rag.llm import LLMClients
 from services.reports.cache import ReportCache
 from services.reports.pool import ReportPool
 from services.resources import Resources
+from services.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from app.auth_state import AuthState
@@ -66,6 +67,8 @@ class AppResources:
     worker_processes: WorkerProcesses | None = None
     # Found once the routers are included (app.main.create_app, which refuses to build without any).
     upload_routes: list[UploadRoute] = field(default_factory=list)
+    # The process's operational metrics (app.telemetry serves them at /-/metrics).
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
     @property
     def engine(self) -> Engine:

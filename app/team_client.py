@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from app.cli_common import UsageError, as_json, check, output_format, writable, write_output
+from app.cli_common import UsageError, as_json, check, get_all, output_format, writable, write_output
 
 QUESTION_FORMATS = MappingProxyType({".json": "json", ".jsonl": "jsonl", ".csv": "csv"})
 EXPORT_FORMATS = MappingProxyType({".json": "json", ".csv": "csv"})
@@ -43,7 +43,7 @@ def cmd_raters(c: httpx.Client, args: argparse.Namespace) -> None:
         r = check(c.post("/raters", json=[{"name": n} for n in args.names]))
         print(f"raters: {r['created']} registered, {r['unchanged']} already registered")
         return
-    raters = check(c.get("/raters"))
+    raters = get_all(c, "/raters")
     print(f"{'id':>5}  name")
     for r in raters:
         print(f"{r['id']:>5}  {r['name']}")
@@ -167,7 +167,7 @@ def cmd_task_next(c: httpx.Client, args: argparse.Namespace) -> None:
 
 
 def cmd_task_list(c: httpx.Client, args: argparse.Namespace) -> None:
-    tasks = check(c.get("/me/tasks" if args.mine else "/tasks"))
+    tasks = get_all(c, "/me/tasks" if args.mine else "/tasks")
     if not tasks:
         print("no tasks")
         return

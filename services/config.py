@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
@@ -184,6 +185,10 @@ class Settings(BaseSettings):
     report_cache_size: int = Field(default=64, ge=0)
     host: str = "127.0.0.1"
     port: int = 8000
+    # Log lines as plain text or as JSON objects, one a line (services.logs), at this level for ragmeta's own
+    # loggers; either way each carries its request id and secrets are scrubbed.
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     judge: JudgeSettings = JudgeSettings()
     generator: GeneratorSettings = GeneratorSettings()

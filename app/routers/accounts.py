@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 from app.auth import auth_state, require
 from app.deps import CommittingRoute, KeyId, SessionDep, UserId
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from services.accounts import service
 from services.accounts.schemas import (
     ADMINS,
@@ -39,9 +40,17 @@ def me(request: Request, identity: Anyone) -> Me:
     )
 
 
-@router.get("/users", response_model=list[UserRead], responses=responses(401, 403))
-def list_users(session: SessionDep, _: Admin) -> list[UserRead]:
-    return service.list_users(session)
+@router.get(
+    "/users",
+    response_model=list[UserRead],
+    responses={**responses(401, 403, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_users(
+    session: SessionDep, _: Admin, page: PageDep, request: Request, response: Response
+) -> list[UserRead]:
+    """The accounts in id order, a page at a time."""
+    return paged(request, response, "users", service.list_users(session, page.request("users")))
 
 
 @router.post("/users", status_code=201, response_model=UserRead, responses=responses(401, 403, 409, 422))
@@ -64,10 +73,17 @@ def create_key(body: KeyCreate, request: Request, session: SessionDep, _: Admin)
     return service.issue_key(session, auth_state(request).hasher, body)
 
 
-@router.get("/keys", response_model=list[KeyRead], responses=responses(401, 403))
-def list_keys(session: SessionDep, _: Admin) -> list[KeyRead]:
-    """Every key's public prefix, account and state (never the key)."""
-    return service.list_keys(session)
+@router.get(
+    "/keys",
+    response_model=list[KeyRead],
+    responses={**responses(401, 403, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_keys(
+    session: SessionDep, _: Admin, page: PageDep, request: Request, response: Response
+) -> list[KeyRead]:
+    """Every key's public prefix, account and state (never the key), in id order a page at a time."""
+    return paged(request, response, "keys", service.list_keys(session, page.request("keys")))
 
 
 @router.delete("/keys/{key_id}", response_model=KeyRead, responses=responses(401, 403, 404, 409))

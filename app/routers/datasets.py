@@ -2,31 +2,61 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
 from app.deps import CommittingRoute, DatasetId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.pagination import (
+    ExportDep,
+    ExportQuery,
+    PageDep,
+    export_response,
+    paged,
+    paged_extra,
+    paged_responses,
+)
 from app.uploads import batch_body, read_upload
 from services.datasets import service
 from services.datasets.schemas import DatasetCreate, DatasetRead, ImportReport
+from services.pagination import Key, Page, PageRequest
 from services.scores.service import table_csv
 
 router = APIRouter(prefix="/datasets", tags=["datasets"], route_class=CommittingRoute)
 
 _REF = "#/components/schemas/{}"
+# One page of an export's rows (in their import form) in the order of its cursor.
+Rows = Callable[[Session, PageRequest], Page[dict[str, Any]]]
 
 
-def _export(items: list[dict[str, Any]], fmt: str, name: str) -> Response:
+def _json(item: dict[str, Any]) -> str:
+    return json.dumps(item, ensure_ascii=False)
+
+
+def _export(
+    request: Request, session: Session, query: ExportQuery, list_name: str, fmt: str, name: str, rows: Rows
+) -> Response:
+    """A JSON list or JSONL, one page or streamed whole (app.pagination)."""
+
+    def fetch(s: Session, after: Key | None, limit: int) -> Page[str]:
+        found = rows(s, PageRequest(limit, after))
+        if fmt == "jsonl":
+            return Page([_json(i) + "\n" for i in found.items], found.next_key)
+        return Page([_json(i) for i in found.items], found.next_key)
+
     if fmt == "jsonl":
-        return PlainTextResponse(
-            service.to_jsonl(items),
-            media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="{name}.jsonl"'},
+        headers = {"Content-Disposition": f'attachment; filename="{name}.jsonl"'}
+        return export_response(
+            request, session, query, list_name, fetch, "application/x-ndjson", headers=headers
         )
-    return JSONResponse(items)
+    return export_response(
+        request, session, query, list_name, fetch, "application/json", head="[", sep=",", tail="]"
+    )
 
 
 @router.post("", status_code=201, response_model=DatasetRead, responses=responses(409, 422))
@@ -34,9 +64,17 @@ def create_dataset(body: DatasetCreate, session: SessionDep) -> DatasetRead:
     return service.create_dataset(session, body)
 
 
-@router.get("", response_model=list[DatasetRead])
-def list_datasets(session: SessionDep) -> list[DatasetRead]:
-    return service.list_datasets(session)
+@router.get(
+    "",
+    response_model=list[DatasetRead],
+    responses={**responses(422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_datasets(
+    session: SessionDep, page: PageDep, request: Request, response: Response
+) -> list[DatasetRead]:
+    """The datasets in id order, a page at a time."""
+    return paged(request, response, "datasets", service.list_datasets(session, page.request("datasets")))
 
 
 @router.get("/{dataset_id}", response_model=DatasetRead, responses=responses(404))
@@ -58,14 +96,25 @@ async def import_documents(dataset_id: DatasetId, request: Request, settings: Se
 
 @router.get(
     "/{dataset_id}/documents",
-    responses={**responses(404), 200: {"content": {"application/x-ndjson": {}}}},
+    responses={**responses(404, 422), **paged_responses({"application/x-ndjson": {}})},
+    openapi_extra=paged_extra(),
 )
 def export_documents(
-    dataset_id: DatasetId, session: SessionDep, format: Literal["json", "jsonl"] = "json"
+    dataset_id: DatasetId,
+    session: SessionDep,
+    request: Request,
+    query: ExportDep,
+    format: Literal["json", "jsonl"] = "json",
 ) -> Response:
-    """Documents in their import form (JSON list or JSONL)."""
-    items = service.export_document_items(service.list_documents(session, dataset_id))
-    return _export(items, format, f"dataset-{dataset_id}-documents")
+    """Documents in their import form (JSON list or JSONL), in id order: the whole export streamed, or one
+    page with `limit`."""
+    service.get_dataset(session, dataset_id)
+
+    def rows(s: Session, page: PageRequest) -> Page[dict[str, Any]]:
+        found = service.document_page(s, dataset_id, page)
+        return Page(service.export_document_items(found.items), found.next_key)
+
+    return _export(request, session, query, "documents", format, f"dataset-{dataset_id}-documents", rows)
 
 
 @router.post(
@@ -84,24 +133,43 @@ async def import_questions(dataset_id: DatasetId, request: Request, settings: Se
 
 @router.get(
     "/{dataset_id}/questions",
-    responses={**responses(404), 200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
+    responses={**responses(404, 422), **paged_responses({"application/x-ndjson": {}, "text/csv": {}})},
+    openapi_extra=paged_extra(),
 )
 def export_questions(
     dataset_id: DatasetId,
     session: SessionDep,
+    request: Request,
+    query: ExportDep,
     format: Literal["json", "jsonl", "csv"] = "json",
     include_text: bool = Query(False, description="add each passage's text (checked again on re-import)"),
 ) -> Response:
     """Questions in their import form (JSON, JSONL): re-importing this gives the identical dataset; each
     passage says how it was obtained (`location`: given offsets, or located from text exact, normalized or
     fuzzy, with its `match_score`), which a re-import keeps. CSV: one row per question for a spreadsheet
-    (question_id, question, reference_answer, answerable, types, passages), not an import form."""
-    questions = service.list_questions(session, dataset_id, include_text)
+    (question_id, question, reference_answer, answerable, types, passages), not an import form. In id
+    order: the whole export streamed, or one page with `limit`."""
+    service.get_dataset(session, dataset_id)
     if format == "csv":
-        return PlainTextResponse(
-            table_csv(service.QUESTION_SHEET, service.question_sheet(questions)),
-            media_type="text/csv; charset=utf-8",
+
+        def sheet(s: Session, after: Key | None, limit: int) -> Page[str]:
+            found = service.question_page(s, dataset_id, PageRequest(limit, after), include_text)
+            lines = table_csv(service.QUESTION_SHEET, service.question_sheet(found.items), with_header=False)
+            return Page([lines] if lines else [], found.next_key)
+
+        return export_response(
+            request,
+            session,
+            query,
+            "questions",
+            sheet,
+            "text/csv; charset=utf-8",
+            head=table_csv(service.QUESTION_SHEET, []),
             headers={"Content-Disposition": f'attachment; filename="dataset-{dataset_id}-questions.csv"'},
         )
-    items = service.export_question_items(questions, include_text)
-    return _export(items, format, f"dataset-{dataset_id}-questions")
+
+    def rows(s: Session, page: PageRequest) -> Page[dict[str, Any]]:
+        found = service.question_page(s, dataset_id, page, include_text)
+        return Page(service.export_question_items(found.items, include_text), found.next_key)
+
+    return _export(request, session, query, "questions", format, f"dataset-{dataset_id}-questions", rows)

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from app.deps import CommittingRoute, JobId, SessionDep, SettingsDep
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from services.jobs import service
+from services.pagination import map_page
 from services.workers import JobKindRead, job_kind_read
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=CommittingRoute)
 
 
-@router.get("", response_model=list[JobKindRead])
-def list_jobs(session: SessionDep, status: str | None = None) -> list[JobKindRead]:
-    return [job_kind_read(job) for job in service.list_jobs(session, status)]
+@router.get(
+    "",
+    response_model=list[JobKindRead],
+    responses={**responses(422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_jobs(
+    session: SessionDep, page: PageDep, request: Request, response: Response, status: str | None = None
+) -> list[JobKindRead]:
+    """The jobs, newest first, a page at a time."""
+    found = service.list_jobs(session, page.request("jobs"), status)
+    return paged(request, response, "jobs", map_page(found, job_kind_read))
 
 
 @router.get("/{job_id}", response_model=JobKindRead, responses=responses(404))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from app.deps import CommittingRoute, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.ratings import preferences
@@ -57,8 +58,13 @@ async def import_preferences(
 @router.get(
     "/preferences",
     response_model=list[PreferenceRead],
-    responses=responses(404, 422),
+    responses={**responses(404, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
 )
-def list_preferences(session: SessionDep, run_a: RunA, run_b: RunB) -> list[PreferenceRead]:
-    """The imported preferences of the two runs, oriented for (run_a, run_b), stale ones marked."""
-    return preferences.list_preferences(session, run_a, run_b)
+def list_preferences(
+    session: SessionDep, run_a: RunA, run_b: RunB, page: PageDep, request: Request, response: Response
+) -> list[PreferenceRead]:
+    """The imported preferences of the two runs, oriented for (run_a, run_b), stale ones marked, in
+    (question id, rater) order a page at a time."""
+    found = preferences.list_preferences(session, run_a, run_b, page.request("preferences", (str, str)))
+    return paged(request, response, "preferences", found)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.auth import require
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from app.uploads import batch_body, read_upload
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity, Role
 from services.datasets.schemas import ImportReport
@@ -37,9 +38,16 @@ async def create_raters(request: Request, settings: SettingsDep) -> ImportReport
     return await run_in_session(request, lambda s: service.create_raters(s, upload.rows()))
 
 
-@router.get("/raters", response_model=list[RaterRead], dependencies=[Reader])
-def list_raters(session: SessionDep) -> list[RaterRead]:
-    return service.list_raters(session)
+@router.get(
+    "/raters",
+    response_model=list[RaterRead],
+    dependencies=[Reader],
+    responses={**responses(422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_raters(session: SessionDep, page: PageDep, request: Request, response: Response) -> list[RaterRead]:
+    """The raters in id order, a page at a time."""
+    return paged(request, response, "raters", service.list_raters(session, page.request("raters")))
 
 
 @router.post(
@@ -54,10 +62,19 @@ def create_rubric(body: RubricCreate, session: SessionDep) -> RubricRead:
     return service.create_rubric(session, body)
 
 
-@router.get("/rubrics", response_model=list[RubricRead], dependencies=[Anyone])
-def list_rubrics(session: SessionDep) -> list[RubricRead]:
-    """The rubrics, starting with the default 1-5 scale of the study (factuality and relevance)."""
-    return service.list_rubrics(session)
+@router.get(
+    "/rubrics",
+    response_model=list[RubricRead],
+    dependencies=[Anyone],
+    responses={**responses(422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_rubrics(
+    session: SessionDep, page: PageDep, request: Request, response: Response
+) -> list[RubricRead]:
+    """The rubrics in id order, starting with the default 1-5 scale of the study (factuality and
+    relevance), a page at a time."""
+    return paged(request, response, "rubrics", service.list_rubrics(session, page.request("rubrics")))
 
 
 @router.post(
@@ -128,11 +145,27 @@ def _columns(value: str | None) -> dict[str, str]:
     return {str(k): v for k, v in mapping.items()}
 
 
-@router.get("/runs/{run_id}/ratings", response_model=list[RatingRead], responses=responses(404))
+@router.get(
+    "/runs/{run_id}/ratings",
+    response_model=list[RatingRead],
+    responses={**responses(404, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
 def list_ratings(
-    run_id: RunId, session: SessionDep, identity: Annotated[Identity, Depends(require(READERS | RATERS))]
+    run_id: RunId,
+    session: SessionDep,
+    identity: Annotated[Identity, Depends(require(READERS | RATERS))],
+    page: PageDep,
+    request: Request,
+    response: Response,
 ) -> list[RatingRead]:
-    """Every rating of the run; a rater sees only their own, on runs they have a task on."""
+    """Every rating of the run in (output, rater) order, a page at a time; a rater sees only their own, on
+    runs they have a task on."""
+    wanted = page.request("ratings", (int, int))
     if identity.role == Role.rater:
-        return service.list_ratings(session, run_id, author=identity.name, author_id=identity.user_id)
-    return service.list_ratings(session, run_id)
+        found = service.list_ratings(
+            session, run_id, wanted, author=identity.name, author_id=identity.user_id
+        )
+    else:
+        found = service.list_ratings(session, run_id, wanted)
+    return paged(request, response, "ratings", found)

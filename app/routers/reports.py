@@ -22,6 +22,7 @@ from services.reports.cache import ReportCache
 from services.reports.schemas import MetricItems, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
+from services.telemetry import timed
 from services.types import MAX_ID
 
 router = APIRouter(tags=["reports"], route_class=CommittingRoute)
@@ -94,12 +95,12 @@ def _run_ids(runs: str) -> list[int]:
 async def _compute(request: Request, fn: Any, *args: Any) -> Any:
     """CPU-bound report work: in a report worker process when the app has them (the API's GIL stays free),
     else in a thread under the report limiter (see app.deps for the rule)."""
-    pool = get_resources(request).report_pool
-    if pool.processes:
-        return await asyncio.wrap_future(pool.submit(fn, *args))
-    return await anyio.to_thread.run_sync(
-        pool.run_here, fn, *args, limiter=get_resources(request).report_limiter
-    )
+    resources = get_resources(request)
+    pool = resources.report_pool
+    with timed(resources.telemetry.report_seconds, getattr(fn, "__name__", "report")):
+        if pool.processes:
+            return await asyncio.wrap_future(pool.submit(fn, *args))
+        return await anyio.to_thread.run_sync(pool.run_here, fn, *args, limiter=resources.report_limiter)
 
 
 async def _cached(request: Request, cache: ReportCache[T], key: Hashable, compute: Callable[[], Any]) -> T:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from app.deps import CommittingRoute, DatasetId, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.pagination import PageDep, paged, paged_extra, paged_responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
 from services.runs import service
@@ -22,9 +23,17 @@ def create_run(dataset_id: DatasetId, body: RunCreate, session: SessionDep) -> R
     return service.create_run(session, dataset_id, body)
 
 
-@router.get("/datasets/{dataset_id}/runs", response_model=list[RunRead], responses=responses(404))
-def list_runs(dataset_id: DatasetId, session: SessionDep) -> list[RunRead]:
-    return service.list_runs(session, dataset_id)
+@router.get(
+    "/datasets/{dataset_id}/runs",
+    response_model=list[RunRead],
+    responses={**responses(404, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_runs(
+    dataset_id: DatasetId, session: SessionDep, page: PageDep, request: Request, response: Response
+) -> list[RunRead]:
+    """The dataset's runs in id order, a page at a time."""
+    return paged(request, response, "runs", service.list_runs(session, dataset_id, page.request("runs")))
 
 
 @router.get("/runs/{run_id}", response_model=RunRead, responses=responses(404))
@@ -65,6 +74,15 @@ async def import_outputs(
     return await run_in_session(request, lambda s: service.import_outputs(s, run_id, upload.rows(), format))
 
 
-@router.get("/runs/{run_id}/outputs", response_model=list[OutputRead], responses=responses(404))
-def list_outputs(run_id: RunId, session: SessionDep) -> list[OutputRead]:
-    return service.list_outputs(session, run_id)
+@router.get(
+    "/runs/{run_id}/outputs",
+    response_model=list[OutputRead],
+    responses={**responses(404, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_outputs(
+    run_id: RunId, session: SessionDep, page: PageDep, request: Request, response: Response
+) -> list[OutputRead]:
+    """The run's outputs in question order, a page at a time."""
+    found = service.list_outputs(session, run_id, page.request("outputs"))
+    return paged(request, response, "outputs", found)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
 from app.errors import responses
+from app.pagination import ExportDep, export_response, paged_extra, paged_responses
 from app.uploads import batch_body, read_upload
 from services.datasets.schemas import ImportReport
+from services.pagination import Key, Page, PageRequest
 from services.scores import service
 
 router = APIRouter(tags=["scoring"], route_class=CommittingRoute)
@@ -60,17 +64,43 @@ async def import_scores(
 
 @router.get(
     "/runs/{run_id}/scores",
-    responses={**responses(404), 200: {"content": {"text/csv": {}}}},
+    responses={**responses(404, 422), **paged_responses({"text/csv": {}})},
+    openapi_extra=paged_extra(),
 )
-def get_scores(run_id: RunId, session: SessionDep, format: Literal["json", "csv"] = "json") -> Response:
+def get_scores(
+    run_id: RunId,
+    session: SessionDep,
+    request: Request,
+    query: ExportDep,
+    format: Literal["json", "csv"] = "json",
+) -> Response:
     """One row per output, one column per metric, and a `<metric>.error` column explaining null values.
     JSON also gives `configs`: each column's recorded configuration (library version, k, word rule, judge);
-    a metric scored under several configurations has one column per configuration, `metric[<key>]`."""
-    header, rows = service.score_table(session, run_id)
+    a metric scored under several configurations has one column per configuration, `metric[<key>]`. Rows in
+    question order: the whole table streamed, or one page of rows with `limit`."""
+    columns = service.score_columns(session, run_id)
+    header = columns.header
+
+    def fetch(s: Session, after: Key | None, limit: int) -> Page[str]:
+        found = service.score_rows(s, run_id, columns, PageRequest(limit, after))
+        if format == "csv":
+            lines = service.table_csv(header, found.items, with_header=False)
+            return Page([lines] if lines else [], found.next_key)
+        return Page([json.dumps(r, ensure_ascii=False) for r in found.items], found.next_key)
+
     if format == "csv":
-        return PlainTextResponse(
-            service.table_csv(header, rows),
-            media_type="text/csv; charset=utf-8",
+        return export_response(
+            request,
+            session,
+            query,
+            "scores",
+            fetch,
+            "text/csv; charset=utf-8",
+            head=service.table_csv(header, []),
             headers={"Content-Disposition": f'attachment; filename="run-{run_id}-scores.csv"'},
         )
-    return JSONResponse({"columns": header, "rows": rows, "configs": service.score_configs(session, run_id)})
+    configs = service.score_configs(session, run_id)
+    head = json.dumps({"columns": header, "configs": configs}, ensure_ascii=False)[:-1] + ', "rows": ['
+    return export_response(
+        request, session, query, "scores", fetch, "application/json", head=head, sep=",", tail="]}"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -10,9 +10,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from app.auth import require
 from app.deps import CommittingRoute, Position, SessionDep, SettingsDep, TaskId
 from app.errors import responses
+from app.pagination import ExportDep, PageDep, link_next, paged, paged_extra, paged_responses
 from app.resources import get_resources
 from services.accounts.schemas import EVERYONE, RATERS, READERS, WRITERS, Identity
 from services.db import run_transaction
+from services.pagination import PageRequest, map_page, page_in_order
 from services.scores.service import table_csv
 from services.tasks import active, service
 from services.tasks.schemas import (
@@ -43,9 +45,20 @@ def create_task(body: TaskCreate, session: SessionDep, settings: SettingsDep, id
     return service.create_task(session, body, identity.user_id, min_raters=settings.ratings.min_raters)
 
 
-@router.get("/tasks", response_model=list[TaskRead], responses=responses(401, 403))
-def list_tasks(session: SessionDep, settings: SettingsDep, _: Reader) -> list[TaskRead]:
-    return service.list_tasks(session, min_raters=settings.ratings.min_raters)
+@router.get(
+    "/tasks",
+    response_model=list[TaskRead],
+    responses={**responses(401, 403, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def list_tasks(
+    session: SessionDep, settings: SettingsDep, _: Reader, page: PageDep, request: Request, response: Response
+) -> list[TaskRead]:
+    """The rating tasks in id order, a page at a time."""
+    found = service.list_task_page(
+        session, min_raters=settings.ratings.min_raters, page=page.request("tasks")
+    )
+    return paged(request, response, "tasks", found)
 
 
 @router.get("/tasks/{task_id}", response_model=TaskRead, responses=responses(401, 403, 404))
@@ -71,39 +84,70 @@ def dashboard(
 @router.get(
     "/tasks/{task_id}/export",
     responses={
-        **responses(401, 403, 404),
-        200: {
-            "content": {
+        **responses(401, 403, 404, 422),
+        **paged_responses(
+            {
                 "application/json": {
                     "schema": {"type": "array", "items": {"$ref": "#/components/schemas/ExportRow"}}
                 },
                 "text/csv": {},
             }
-        },
+        ),
     },
+    openapi_extra=paged_extra(),
 )
 def export(
-    task_id: TaskId, session: SessionDep, _: Reader, format: Literal["json", "csv"] = "json"
+    task_id: TaskId,
+    session: SessionDep,
+    _: Reader,
+    request: Request,
+    query: ExportDep,
+    format: Literal["json", "csv"] = "json",
 ) -> Response:
-    """The ratings in the format POST /runs/{id}/ratings reads: question_id, rater, score, rubric, comment."""
+    """The ratings in the format POST /runs/{id}/ratings reads: question_id, rater, score, rubric, comment;
+    in (question_id, rater) order, all of them or one page with `limit`."""
     columns, rows = service.export(session, task_id)
+    wanted = query.request("export", (str, str))
     data = [r.model_dump(mode="json", include=set(columns)) for r in rows]
+    found = page_in_order(data, PageRequest(query.limit or len(data), wanted.after), _export_key)
     if format == "csv":
-        return PlainTextResponse(
-            table_csv(columns, data),
+        response: Response = PlainTextResponse(
+            table_csv(columns, found.items),
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="task-{task_id}-ratings.csv"'},
         )
-    return JSONResponse(data)
+    else:
+        response = JSONResponse(found.items)
+    link_next(request, response, "export", found)
+    return response
 
 
-@router.get("/me/tasks", response_model=list[TaskRead], responses=responses(401))
-def my_tasks(session: SessionDep, settings: SettingsDep, identity: Anyone) -> list[TaskRead]:
-    """The tasks the caller rates in."""
+def _export_key(row: dict[str, Any]) -> tuple[str, str]:
+    return (str(row["question_id"]), str(row["rater"]))
+
+
+@router.get(
+    "/me/tasks",
+    response_model=list[TaskRead],
+    responses={**responses(401, 422), **paged_responses()},
+    openapi_extra=paged_extra(),
+)
+def my_tasks(
+    session: SessionDep,
+    settings: SettingsDep,
+    identity: Anyone,
+    page: PageDep,
+    request: Request,
+    response: Response,
+) -> list[TaskRead]:
+    """The tasks the caller rates in, in id order a page at a time."""
+    wanted = page.request("tasks")
     if identity.user_id is None:
         return []
-    tasks = service.list_tasks(session, identity.user_id, min_raters=settings.ratings.min_raters)
-    return [service.hide_policy(t) for t in tasks]
+    found = service.list_task_page(
+        session, identity.user_id, min_raters=settings.ratings.min_raters, page=wanted
+    )
+    return paged(request, response, "tasks", map_page(found, service.hide_policy))
 
 
 @router.post("/tasks/{task_id}/next", response_model=NextItem, responses=responses(401, 403, 404))

@@ -39,6 +39,7 @@ from services.accounts.schemas import (
 from services.config import AuthSettings
 from services.errors import Conflict, InvalidItems, ItemError, NotFound, TooManyRequests, Unauthorized
 from services.models import ApiKey, LoginFailure, Rater, RaterAccount, User, WebSession
+from services.pagination import Page, PageRequest, map_page, page_in_order
 
 KEY_PREFIX = "rgm_"
 INVALID_KEY = "the API key is not valid (unknown, revoked, or its account is inactive)"
@@ -112,8 +113,8 @@ def key_read(k: ApiKey, u: User) -> KeyRead:
     )
 
 
-def list_users(session: Session) -> list[UserRead]:
-    return [user_read(u) for u in AccountRepository(session).users()]
+def list_users(session: Session, page: PageRequest) -> Page[UserRead]:
+    return map_page(page_in_order(AccountRepository(session).users(), page, lambda u: (u.id,)), user_read)
 
 
 def create_user(session: Session, data: UserCreate) -> UserRead:
@@ -179,8 +180,9 @@ def issue_key(session: Session, hasher: KeyHasher, data: KeyCreate) -> KeyIssued
     return KeyIssued(**key_read(row, user).model_dump(), key=key)
 
 
-def list_keys(session: Session) -> list[KeyRead]:
-    return [key_read(k, u) for k, u in AccountRepository(session).all_keys()]
+def list_keys(session: Session, page: PageRequest) -> Page[KeyRead]:
+    keys = page_in_order(AccountRepository(session).all_keys(), page, lambda row: (row[0].id,))
+    return map_page(keys, lambda row: key_read(*row))
 
 
 def revoke_key(session: Session, key_id: int, actor: Identity) -> KeyRead:

@@ -18,8 +18,11 @@ class DatasetRepository(Repository):
     def by_name(self, name: str) -> Dataset | None:
         return self.session.scalar(select(Dataset).where(Dataset.name == name))
 
-    def list(self) -> Sequence[Dataset]:
-        return self.session.scalars(select(Dataset).order_by(Dataset.id)).all()
+    def list(self, after: int | None = None, limit: int | None = None) -> Sequence[Dataset]:
+        stmt = select(Dataset).order_by(Dataset.id).limit(limit)
+        if after is not None:
+            stmt = stmt.where(Dataset.id > after)
+        return self.session.scalars(stmt).all()
 
     def counts(self, dataset_id: int) -> tuple[int, int, int]:
         docs = self.session.scalar(select(func.count()).where(Document.dataset_id == dataset_id)) or 0
@@ -40,9 +43,21 @@ class DatasetRepository(Repository):
             stmt = stmt.where(Document.external_id.in_(list(ids)))
         return {d.external_id: d for d in self.session.scalars(stmt)}
 
-    def documents(self, dataset_id: int) -> Sequence[Document]:
-        stmt = select(Document).where(Document.dataset_id == dataset_id).order_by(Document.id)
+    def documents(
+        self, dataset_id: int, after: int | None = None, limit: int | None = None
+    ) -> Sequence[Document]:
+        stmt = select(Document).where(Document.dataset_id == dataset_id).order_by(Document.id).limit(limit)
+        if after is not None:
+            stmt = stmt.where(Document.id > after)
         return self.session.scalars(stmt).all()
+
+    def external_ids(self, model: type[Question] | type[Document], ids: Iterable[int]) -> dict[int, str]:
+        """Service id -> external id of these questions or documents (one page's worth)."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        stmt = select(model.id, model.external_id).where(model.id.in_(wanted))
+        return {i: e for i, e in self.session.execute(stmt)}
 
     def questions_by_external_id(
         self, dataset_id: int, ids: Iterable[str] | None = None
@@ -56,9 +71,14 @@ class DatasetRepository(Repository):
             stmt = stmt.where(Question.external_id.in_(list(ids)))
         return {q.external_id: q for q in self.session.scalars(stmt)}
 
-    def questions(self, dataset_id: int, with_passages: bool = True) -> Sequence[Question]:
-        """The dataset's questions in id order; ``with_passages`` loads their passages and documents too."""
-        stmt = select(Question).where(Question.dataset_id == dataset_id).order_by(Question.id)
+    def questions(
+        self, dataset_id: int, with_passages: bool = True, after: int | None = None, limit: int | None = None
+    ) -> Sequence[Question]:
+        """The dataset's questions in id order (from after the id ``after``, at most ``limit`` of them);
+        ``with_passages`` loads their passages and documents too."""
+        stmt = select(Question).where(Question.dataset_id == dataset_id).order_by(Question.id).limit(limit)
+        if after is not None:
+            stmt = stmt.where(Question.id > after)
         if with_passages:
             stmt = stmt.options(selectinload(Question.passages).selectinload(Passage.document))
         return self.session.scalars(stmt).all()

@@ -27,6 +27,7 @@ from services.datasets.schemas import (
 from services.errors import Conflict, ItemError, NotFound
 from services.ingest import Row, notes_of
 from services.models import Dataset, Document, Passage, Question
+from services.pagination import Page, PageRequest, map_page, take
 from services.validation import duplicate_errors, invalid_rows, validate_rows
 
 
@@ -70,8 +71,10 @@ def dataset_read(session: Session, dataset: Dataset) -> DatasetRead:
     )
 
 
-def list_datasets(session: Session) -> list[DatasetRead]:
-    return [dataset_read(session, d) for d in DatasetRepository(session).list()]
+def list_datasets(session: Session, page: PageRequest) -> Page[DatasetRead]:
+    after = page.after[0] if page.after else None
+    datasets = take(DatasetRepository(session).list(after, page.limit + 1), page.limit, lambda d: (d.id,))
+    return map_page(datasets, lambda d: dataset_read(session, d))
 
 
 def _doc_state(doc: Document) -> dict[str, Any]:
@@ -319,6 +322,27 @@ def question_read(q: Question, include_text: bool = False) -> QuestionRead:
 def list_questions(session: Session, dataset_id: int, include_text: bool = False) -> list[QuestionRead]:
     get_dataset(session, dataset_id)
     return [question_read(q, include_text) for q in DatasetRepository(session).questions(dataset_id)]
+
+
+def question_page(
+    session: Session, dataset_id: int, page: PageRequest, include_text: bool = False
+) -> Page[QuestionRead]:
+    """One page of the dataset's questions in id order (the dataset is not looked up: the caller did)."""
+    after = int(page.after[0]) if page.after else None
+    found = DatasetRepository(session).questions(dataset_id, after=after, limit=page.limit + 1)
+    return map_page(take(found, page.limit, lambda q: (q.id,)), lambda q: question_read(q, include_text))
+
+
+def document_page(session: Session, dataset_id: int, page: PageRequest) -> Page[DocumentRead]:
+    """One page of the dataset's documents in id order (the dataset is not looked up: the caller did)."""
+    after = int(page.after[0]) if page.after else None
+    found = DatasetRepository(session).documents(dataset_id, after=after, limit=page.limit + 1)
+    return map_page(
+        take(found, page.limit, lambda d: (d.id,)),
+        lambda d: DocumentRead(
+            id=d.id, external_id=d.external_id, title=d.title, text=d.text, metadata=d.meta or {}
+        ),
+    )
 
 
 def list_documents(session: Session, dataset_id: int) -> list[DocumentRead]:

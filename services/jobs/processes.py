@@ -65,6 +65,7 @@ def run_worker_process(
     from services.db import make_engine, make_session_factory
     from services.jobs.queue import make_worker
     from services.jobs.registry import JobContext
+    from services.logs import configure_logs
     from services.offline import apply_offline_env
 
     # Ctrl-C reaches the whole process group; the parent's SIGTERM is what stops a worker after its batch
@@ -72,6 +73,7 @@ def run_worker_process(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     apply_offline_env()
     settings = Settings.model_validate_json(settings_json)
+    configure_logs(settings)
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)
     resources = runtime(settings, factory, gateway_url)

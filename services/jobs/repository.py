@@ -21,8 +21,11 @@ class JobRepository(Repository):
         params = self.session.scalar(select(Job.params).where(Job.id == job_id))
         return None if params is None else dict(params)
 
-    def recent(self, status: str | None = None, limit: int = 100) -> Sequence[Job]:
+    def recent(self, status: str | None = None, limit: int = 100, before: int | None = None) -> Sequence[Job]:
+        """Newest first, older than the id ``before`` when given."""
         stmt = select(Job).order_by(Job.id.desc()).limit(limit)
+        if before is not None:
+            stmt = stmt.where(Job.id < before)
         if status:
             stmt = stmt.where(Job.status == status)
         return self.session.scalars(stmt).all()

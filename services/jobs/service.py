@@ -14,7 +14,9 @@ from services.errors import Conflict, NotFound
 from services.jobs.connection import uses_queue
 from services.jobs.queue import dispatch
 from services.jobs.repository import JobRepository
+from services.logs import current_request_id
 from services.models import Job, utcnow
+from services.pagination import Page, PageRequest, map_page, take
 
 
 class ItemErrorRead(BaseModel):
@@ -78,6 +80,10 @@ def create_job(
     """A job with one item per key. On PostgreSQL its batches are deferred to the queue in the same
     transaction (services.jobs.queue); on SQLite the lease loop finds its items."""
     repo = JobRepository(session)
+    request_id = current_request_id()
+    if request_id is not None:
+        # Carried into the job's log lines, in whichever worker runs its batches (services.logs).
+        params = {**params, "request_id": request_id}
     job = Job(kind=kind, params=params, total=len(keys), summary=summary, status="queued" if keys else "done")
     if not keys:
         job.finished_at = utcnow()
@@ -132,8 +138,11 @@ def job_read(session: Session, job: Job) -> JobRead:
     )
 
 
-def list_jobs(session: Session, status: str | None = None) -> list[JobRead]:
-    return [job_read(session, j) for j in JobRepository(session).recent(status)]
+def list_jobs(session: Session, page: PageRequest, status: str | None = None) -> Page[JobRead]:
+    """Newest first."""
+    before = page.after[0] if page.after else None
+    jobs = take(JobRepository(session).recent(status, page.limit + 1, before), page.limit, lambda j: (j.id,))
+    return map_page(jobs, lambda j: job_read(session, j))
 
 
 def cancel_job(session: Session, job_id: int) -> JobRead:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.jobs.registry import JobContext, JobHandler, WorkerResources
 from services.jobs.repository import JobRepository
+from services.logs import log_context
 from services.models import Job, JobItem, utcnow
 
 # Handlers and their context are defined with the registry; they are named here for the callers that build
@@ -62,7 +63,11 @@ def run_batch(ctx: JobContext, session: Session, job: Job, items: list[JobItem],
     keys = [i.key for i in items]
     # No transaction stays open while the batch runs (seconds to minutes).
     session.commit()
-    outcome = _run_with_heartbeat(ctx, handler, job, keys, token)
+    with log_context(request_id=(job.params or {}).get("request_id"), job_id=job.id):
+        log.info("job %s (%s): batch of %d items started", job.id, job.kind, len(keys))
+        outcome = _run_with_heartbeat(ctx, handler, job, keys, token)
+        failed = sum(1 for k in keys if outcome is None or outcome.get(k))
+        log.info("job %s (%s): batch of %d items ended, %d failed", job.id, job.kind, len(keys), failed)
     ended = True
     for item in items:
         if outcome is None:

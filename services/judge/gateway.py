@@ -179,6 +179,8 @@ class JudgeGateway:
         self.session_factory = session_factory
         self.cache = cache and session_factory is not None
         self.ledgers: dict[str, Ledger] = {}
+        # Every request since the gateway started, whichever ledger it was for (the Prometheus totals).
+        self.totals = Usage()
         # Identical requests arriving together wait for the first one's answer instead of being sent twice.
         # A request being answered (from upstream, or read from the table), with whether its answer is fresh.
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
@@ -260,6 +262,11 @@ class JudgeGateway:
             self._thread.join(10)
 
     @property
+    def in_flight(self) -> int:
+        """Requests being answered now (sent upstream, or read from the cache table)."""
+        return len(self._inflight)
+
+    @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
@@ -338,7 +345,7 @@ class JudgeGateway:
                 status_code=400,
             )
         ledger.used_at = time.monotonic()
-        usages = (ledger.usage[metric], ledger.scopes[(metric, scope)])
+        usages = (ledger.usage[metric], ledger.scopes[(metric, scope)], self.totals)
         try:
             body = await request.json()
         except ValueError:

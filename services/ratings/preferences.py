@@ -19,6 +19,7 @@ from services.datasets.schemas import ImportReport
 from services.errors import InvalidItems, ItemError, NotFound
 from services.ingest import Row, notes_of
 from services.models import Rater, Rubric, Run
+from services.pagination import Page, PageRequest, take
 from services.ratings.repository import PreferenceRepository, RatingRepository
 from services.ratings.schemas import (
     PREFERENCE_IMPORT_LEVELS,
@@ -225,12 +226,16 @@ def _store(session: Session, run_a: int, run_b: int, resolved: list[_Resolved]) 
     return len(new), len(changed), unchanged, restated
 
 
-def list_preferences(session: Session, run_a: int, run_b: int) -> list[PreferenceRead]:
-    """The imported preferences of the pair, oriented for (run_a, run_b), stale ones included and marked."""
+def list_preferences(session: Session, run_a: int, run_b: int, page: PageRequest) -> Page[PreferenceRead]:
+    """The imported preferences of the pair in (question id, rater) order, oriented for (run_a, run_b),
+    stale ones included and marked."""
     _pair(session, run_a, run_b)
     lo, hi = sorted((run_a, run_b))
+    after = (str(page.after[0]), str(page.after[1])) if page.after else None
+    rows = PreferenceRepository(session).of_pair(lo, hi, after=after, limit=page.limit + 1)
+    found = take(rows, page.limit, lambda r: (r[0], r[1]))
     out = []
-    for row in PreferenceRepository(session).of_pair(lo, hi):
+    for row in found.items:
         q, rater, score, rubric, rmin, rmax, comment, va, vb, cur_a, cur_b, created, updated = row
         stale = (va, vb) != (cur_a, cur_b)
         if run_a > run_b:
@@ -249,4 +254,4 @@ def list_preferences(session: Session, run_a: int, run_b: int) -> list[Preferenc
                 updated_at=updated,
             )
         )
-    return out
+    return Page(out, found.next_key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.orm import aliased
 
 from services.models import Output, Preference, Question, Rater, Rating, Rubric, utcnow
@@ -23,7 +23,16 @@ class RatingRepository(Repository):
     def default_rubric(self) -> Rubric | None:
         return self.session.scalar(select(Rubric).where(Rubric.is_default.is_(True)))
 
-    def ratings_of_runs(self, run_ids: Sequence[int]) -> Sequence[tuple[Rating, Output, Rater, Rubric]]:
+    def ratings_of_runs(
+        self,
+        run_ids: Sequence[int],
+        *,
+        rater: str | None = None,
+        after: tuple[int, int] | None = None,
+        limit: int | None = None,
+    ) -> Sequence[tuple[Rating, Output, Rater, Rubric]]:
+        """In (output id, rater id) order, one rating per pair; after the pair ``after``, at most ``limit``;
+        with ``rater``, only that rater's."""
         stmt = (
             select(Rating, Output, Rater, Rubric)
             .join(Output, Output.id == Rating.output_id)
@@ -31,7 +40,12 @@ class RatingRepository(Repository):
             .join(Rubric, Rubric.id == Rating.rubric_id)
             .where(Output.run_id.in_(list(run_ids)))
             .order_by(Output.id, Rater.id)
+            .limit(limit)
         )
+        if rater is not None:
+            stmt = stmt.where(Rater.name == rater)
+        if after is not None:
+            stmt = stmt.where(tuple_(Output.id, Rater.id) > tuple_(*after))
         return [tuple(row) for row in self.session.execute(stmt)]  # type: ignore[misc]
 
     def questions_of_run(self, dataset_id: int, run_id: int) -> list[tuple[str, str, int | None]]:
@@ -135,9 +149,12 @@ class PreferenceRepository(Repository):
             now = utcnow()
             self.session.execute(update(Preference), [{"updated_at": now, **r} for r in rows])
 
-    def of_pair(self, run_a: int, run_b: int) -> list[tuple[Any, ...]]:
+    def of_pair(
+        self, run_a: int, run_b: int, *, after: tuple[str, str] | None = None, limit: int | None = None
+    ) -> list[tuple[Any, ...]]:
         """(question external id, rater name, score, rubric name, min, max, comment, output A version, output
-        B version, current A version, current B version, created_at, updated_at) of the pair's preferences."""
+        B version, current A version, current B version, created_at, updated_at) of the pair's preferences,
+        in (question external id, rater name) order: after the pair ``after``, at most ``limit``."""
         out_a, out_b = aliased(Output), aliased(Output)
         stmt = (
             select(
@@ -162,7 +179,10 @@ class PreferenceRepository(Repository):
             .join(out_b, out_b.id == Preference.output_b_id)
             .where(Preference.run_a_id == run_a, Preference.run_b_id == run_b)
             .order_by(Question.external_id, Rater.name)
+            .limit(limit)
         )
+        if after is not None:
+            stmt = stmt.where(tuple_(Question.external_id, Rater.name) > tuple_(*after))
         return [tuple(r) for r in self.session.execute(stmt)]
 
     def version(self, run_ids: Sequence[int]) -> tuple[str, ...]:

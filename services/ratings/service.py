@@ -16,7 +16,8 @@ from services.datasets.repository import DatasetRepository
 from services.datasets.schemas import ImportReport
 from services.errors import Conflict, Forbidden, ItemError
 from services.ingest import Row, notes_of
-from services.models import Rater, Rubric, Run
+from services.models import Question, Rater, Rubric, Run
+from services.pagination import Page, PageRequest, map_page, page_in_order, take
 from services.ratings.join import Join, Target, map_columns, resolve
 from services.ratings.repository import RatingRepository
 from services.ratings.schemas import (
@@ -53,9 +54,10 @@ def rubric_read(r: Rubric) -> RubricRead:
     )
 
 
-def list_rubrics(session: Session) -> list[RubricRead]:
+def list_rubrics(session: Session, page: PageRequest) -> Page[RubricRead]:
     ensure_default_rubric(session)
-    return [rubric_read(r) for r in RatingRepository(session).rubrics().values()]
+    rubrics = sorted(RatingRepository(session).rubrics().values(), key=lambda r: r.id)
+    return map_page(page_in_order(rubrics, page, lambda r: (r.id,)), rubric_read)
 
 
 def create_rubric(session: Session, data: RubricCreate) -> RubricRead:
@@ -73,8 +75,9 @@ def create_rubric(session: Session, data: RubricCreate) -> RubricRead:
     return rubric_read(rubric)
 
 
-def list_raters(session: Session) -> list[RaterRead]:
-    return [RaterRead(id=r.id, name=r.name) for r in RatingRepository(session).raters().values()]
+def list_raters(session: Session, page: PageRequest) -> Page[RaterRead]:
+    raters = sorted(RatingRepository(session).raters().values(), key=lambda r: r.id)
+    return map_page(page_in_order(raters, page, lambda r: (r.id,)), lambda r: RaterRead(id=r.id, name=r.name))
 
 
 def create_raters(session: Session, rows: list[Row]) -> ImportReport:
@@ -317,16 +320,26 @@ def import_ratings(
 
 
 def list_ratings(
-    session: Session, run_id: int, author: str | None = None, author_id: int | None = None
-) -> list[RatingRead]:
-    """The run's ratings; with ``author``, only that rater's (Forbidden without a task on the run)."""
-    run = get_run(session, run_id)
+    session: Session,
+    run_id: int,
+    page: PageRequest,
+    author: str | None = None,
+    author_id: int | None = None,
+) -> Page[RatingRead]:
+    """The run's ratings in (output, rater) order; with ``author``, only that rater's (Forbidden without a
+    task on the run)."""
+    get_run(session, run_id)
     if author is not None:
         _check_author(session, run_id, author, author_id)
-    questions = {
-        q.id: q.external_id for q in DatasetRepository(session).questions(run.dataset_id, with_passages=False)
-    }
-    return [
+    after = (int(page.after[0]), int(page.after[1])) if page.after else None
+    rows = RatingRepository(session).ratings_of_runs(
+        [run_id], rater=author, after=after, limit=page.limit + 1
+    )
+    found = take(rows, page.limit, lambda r: (r[1].id, r[2].id))
+    questions = DatasetRepository(session).external_ids(
+        Question, (output.question_id for _, output, _, _ in found.items)
+    )
+    items = [
         RatingRead(
             question_id=questions[output.question_id],
             output_id=output.id,
@@ -337,9 +350,9 @@ def list_ratings(
             created_at=rating.created_at,
             updated_at=rating.updated_at,
         )
-        for rating, output, rater, rubric in RatingRepository(session).ratings_of_runs([run_id])
-        if author is None or rater.name == author
+        for rating, output, rater, rubric in found.items
     ]
+    return Page(items, found.next_key)
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,12 @@ class RunRepository(Repository):
     def by_name(self, dataset_id: int, name: str) -> Run | None:
         return self.session.scalar(select(Run).where(Run.dataset_id == dataset_id, Run.name == name))
 
-    def all(self, dataset_id: int | None = None) -> Sequence[Run]:
-        stmt = select(Run).order_by(Run.id)
+    def all(
+        self, dataset_id: int | None = None, after: int | None = None, limit: int | None = None
+    ) -> Sequence[Run]:
+        stmt = select(Run).order_by(Run.id).limit(limit)
+        if after is not None:
+            stmt = stmt.where(Run.id > after)
         if dataset_id is not None:
             stmt = stmt.where(Run.dataset_id == dataset_id)
         return self.session.scalars(stmt).all()
@@ -86,13 +90,17 @@ class RunRepository(Repository):
         )
         return outputs, rated
 
-    def outputs(self, run_id: int) -> Sequence[Output]:
+    def outputs(self, run_id: int, after: int | None = None, limit: int | None = None) -> Sequence[Output]:
+        """The run's outputs in question id order (one per question), after the question id ``after``."""
         stmt = (
             select(Output)
             .where(Output.run_id == run_id)
             .options(selectinload(Output.chunks))
             .order_by(Output.question_id)
+            .limit(limit)
         )
+        if after is not None:
+            stmt = stmt.where(Output.question_id > after)
         return self.session.scalars(stmt).all()
 
     def outputs_by_question(self, run_id: int) -> dict[int, Output]:

@@ -29,6 +29,7 @@ from services.errors import Conflict, ItemError, NotFound
 from services.ingest import Batch, Row, notes_of
 from services.locate import NormalizedText, locate
 from services.models import Document, Output, Question, Run
+from services.pagination import Page, PageRequest, map_page, take
 from services.runs.repository import (
     CHUNK_FIELDS,
     VALUE_FIELDS,
@@ -98,9 +99,11 @@ def run_read(session: Session, run: Run) -> RunRead:
     )
 
 
-def list_runs(session: Session, dataset_id: int) -> list[RunRead]:
+def list_runs(session: Session, dataset_id: int, page: PageRequest) -> Page[RunRead]:
     get_dataset(session, dataset_id)
-    return [run_read(session, r) for r in RunRepository(session).all(dataset_id)]
+    after = page.after[0] if page.after else None
+    runs = take(RunRepository(session).all(dataset_id, after, page.limit + 1), page.limit, lambda r: (r.id,))
+    return map_page(runs, lambda r: run_read(session, r))
 
 
 @dataclass
@@ -496,10 +499,10 @@ def import_outputs(
     )
 
 
-def output_read(o: Output, question: Question) -> OutputRead:
+def output_read(o: Output, question_external_id: str) -> OutputRead:
     return OutputRead(
         id=o.id,
-        question_id=question.external_id,
+        question_id=question_external_id,
         answer=o.answer,
         error=o.error,
         generator=o.generator or {},
@@ -520,15 +523,23 @@ def output_read(o: Output, question: Question) -> OutputRead:
     )
 
 
-def list_outputs(session: Session, run_id: int) -> list[OutputRead]:
-    run = get_run(session, run_id)
-    repo = RunRepository(session)
-    questions = {q.id: q for q in DatasetRepository(session).questions(run.dataset_id)}
-    docs = {d.id: d.external_id for d in DatasetRepository(session).documents(run.dataset_id)}
+def list_outputs(session: Session, run_id: int, page: PageRequest | None = None) -> Page[OutputRead]:
+    """The run's outputs in question order; with ``page``, one page of them (read with one query for the
+    outputs and one per kind of external id, whatever the run's size)."""
+    get_run(session, run_id)
+    after = page.after[0] if page and page.after else None
+    limit = page.limit + 1 if page else None
+    outputs = RunRepository(session).outputs(run_id, after, limit)
+    paged = take(outputs, page.limit, lambda o: (o.question_id,)) if page else Page(list(outputs), None)
+    drepo = DatasetRepository(session)
+    questions = drepo.external_ids(Question, (o.question_id for o in paged.items))
+    docs = drepo.external_ids(
+        Document, (c.document_id for o in paged.items for c in o.chunks if c.document_id)
+    )
     result = []
-    for o in repo.outputs(run_id):
+    for o in paged.items:
         read = output_read(o, questions[o.question_id])
         for chunk, stored in zip(read.retrieved, o.chunks, strict=True):
             chunk.document_id = docs.get(stored.document_id) if stored.document_id is not None else None
         result.append(read)
-    return result
+    return Page(result, paged.next_key)

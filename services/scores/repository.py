@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import func, select, tuple_, update
 
-from services.models import MetricScore, Output, utcnow
+from services.models import MetricScore, Output, Question, utcnow
 from services.repository import Repository
 
 
@@ -58,11 +58,36 @@ class ScoreRepository(Repository):
             now = utcnow()
             self.session.execute(update(MetricScore), [{"updated_at": now, **r} for r in rows])
 
+    def table_keys(self, run_id: int) -> list[tuple[str, str, int]]:
+        """The distinct (metric, config key) of the run's scores with the number of judge repeats stored
+        (1 + the highest repeat index): the columns of its score table."""
+        stmt = (
+            select(MetricScore.metric, MetricScore.config_key, func.max(MetricScore.repeat))
+            .join(Output, Output.id == MetricScore.output_id)
+            .where(Output.run_id == run_id)
+            .group_by(MetricScore.metric, MetricScore.config_key)
+        )
+        return sorted((m, k, int(r or 0) + 1) for m, k, r in self.session.execute(stmt))
+
+    def table_outputs(self, run_id: int, after: int | None, limit: int | None) -> list[tuple[int, int, str]]:
+        """(question id, output id, question external id) of the run's outputs in question id order, after
+        the question id ``after``, at most ``limit``: the rows of its score table."""
+        stmt = (
+            select(Output.question_id, Output.id, Question.external_id)
+            .join(Question, Question.id == Output.question_id)
+            .where(Output.run_id == run_id)
+            .order_by(Output.question_id)
+            .limit(limit)
+        )
+        if after is not None:
+            stmt = stmt.where(Output.question_id > after)
+        return [(q, o, e) for q, o, e in self.session.execute(stmt)]
+
     def table_cells(
-        self, run_id: int
+        self, run_id: int, output_ids: Sequence[int] | None = None
     ) -> list[tuple[int, str, str, float | None, str | None, str | None, int]]:
-        """(output id, metric, config key, value, error, reason, repeat) of every score of a run: the
-        columns a score table shows, without loading whole rows."""
+        """(output id, metric, config key, value, error, reason, repeat) of every score of a run (of these
+        of its outputs when given): the columns a score table shows, without loading whole rows."""
         stmt = (
             select(
                 MetricScore.output_id,
@@ -77,6 +102,8 @@ class ScoreRepository(Repository):
             .where(Output.run_id == run_id)
             .order_by(MetricScore.output_id, MetricScore.metric, MetricScore.repeat, MetricScore.id)
         )
+        if output_ids is not None:
+            stmt = stmt.where(MetricScore.output_id.in_(list(output_ids)))
         return [tuple(r) for r in self.session.execute(stmt)]  # type: ignore[misc]
 
     def report_cells(self, run_ids: Iterable[int]) -> list[tuple[Any, ...]]:

@@ -10,6 +10,7 @@ import io
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,6 +20,7 @@ from services import kinds
 from services.datasets.schemas import ImportReport
 from services.errors import ItemError, WrongKind
 from services.ingest import Row, notes_of
+from services.pagination import Page, PageRequest, take
 from services.runs.repository import RunRepository
 from services.runs.service import get_run, lock_run
 from services.scores.external import EXTERNAL_CONFIG, import_wide_scores
@@ -147,28 +149,55 @@ def _column(metric: str, config_key: str, multi: bool) -> str:
     return f"{metric}[{config_key[:8]}]" if multi else metric
 
 
-def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
-    """One row per output, one column per metric (and per configuration when a metric has several),
-    plus an ``<column>.error`` column holding the reason or error of null values. A column scored with
-    judge repeats (``repeats = k``) holds the mean of the repeats with a value, as reports do, and
-    ``<column>.repeat<i>`` (with ``<column>.repeat<i>.error``) each repeat's own value, i from 0."""
-    run = get_run(session, run_id)
-    cells = ScoreRepository(session).table_cells(run_id)
-    by_question = RunRepository(session).output_ids_by_question(run.dataset_id, run_id, None)
-    ordered = sorted((qid, oid, ext) for ext, (qid, oid) in by_question.items() if oid is not None)
-    configs: dict[str, set[str]] = {}
+@dataclass(frozen=True)
+class ScoreColumns:
+    """The header of a run's score table, the column of each (metric, config key) and the number of judge
+    repeats a column holds."""
+
+    header: list[str]
+    column_of: dict[tuple[str, str], str]
+    repeats: dict[str, int]
+
+
+def score_columns(session: Session, run_id: int) -> ScoreColumns:
+    """Raises NotFound for an unknown run."""
+    get_run(session, run_id)
+    keys = ScoreRepository(session).table_keys(run_id)
+    per_metric: dict[str, int] = {}
+    for metric, _, _ in keys:
+        per_metric[metric] = per_metric.get(metric, 0) + 1
+    column_of = {(m, k): _column(m, k, per_metric[m] > 1) for m, k, _ in keys}
     repeats: dict[str, int] = {}
-    for _, metric, ckey, *_ in cells:
-        configs.setdefault(metric, set()).add(ckey)
-    for _, metric, ckey, *_, repeat in cells:
-        col = _column(metric, ckey, len(configs[metric]) > 1)
-        repeats[col] = max(repeats.get(col, 1), repeat + 1)
-    rows: dict[int, dict[str, Any]] = {oid: {"output_id": oid, "question_id": ext} for _, oid, ext in ordered}
+    for m, k, n in keys:
+        repeats[column_of[(m, k)]] = max(repeats.get(column_of[(m, k)], 1), n)
+    header = ["output_id", "question_id"]
+    for col in sorted(repeats):
+        header += [col, f"{col}.error"]
+        for i in range(repeats[col] if repeats[col] > 1 else 0):
+            header += [f"{col}.repeat{i}", f"{col}.repeat{i}.error"]
+    return ScoreColumns(header, column_of, repeats)
+
+
+def score_rows(
+    session: Session, run_id: int, columns: ScoreColumns, page: PageRequest | None = None
+) -> Page[dict[str, Any]]:
+    """The rows of the score table in question order (one page of them with ``page``): one query for the
+    outputs and one for their scores, so that a streamed export reads a batch at a time. A column scored
+    with judge repeats (``repeats = k``) holds the mean of the repeats with a value, as reports do, and
+    ``<column>.repeat<i>`` (with ``<column>.repeat<i>.error``) each repeat's own value, i from 0."""
+    repo = ScoreRepository(session)
+    after = int(page.after[0]) if page and page.after else None
+    outputs = repo.table_outputs(run_id, after, page.limit + 1 if page else None)
+    found = take(outputs, page.limit, lambda o: (o[0],)) if page else Page(outputs, None)
+    rows: dict[int, dict[str, Any]] = {
+        oid: {"output_id": oid, "question_id": ext} for _, oid, ext in found.items
+    }
+    wanted = list(rows) if page else None
     got: dict[tuple[int, str], list[float]] = {}
-    for oid, metric, ckey, value, error, reason, repeat in cells:
-        col = _column(metric, ckey, len(configs[metric]) > 1)
+    for oid, metric, ckey, value, error, reason, repeat in repo.table_cells(run_id, wanted) if rows else []:
+        col = columns.column_of[(metric, ckey)]
         row = rows[oid]
-        if repeats[col] > 1:
+        if columns.repeats[col] > 1:
             row[f"{col}.repeat{repeat}"] = value
             if value is None:
                 row[f"{col}.repeat{repeat}.error"] = error or reason
@@ -180,12 +209,15 @@ def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str
         elif row.get(col) is None:
             row[col] = None
             row[f"{col}.error"] = error or reason
-    header = ["output_id", "question_id"]
-    for col in sorted(repeats):
-        header += [col, f"{col}.error"]
-        for i in range(repeats[col] if repeats[col] > 1 else 0):
-            header += [f"{col}.repeat{i}", f"{col}.repeat{i}.error"]
-    return header, [{h: r.get(h) for h in header} for r in rows.values()]
+    return Page([{h: r.get(h) for h in columns.header} for r in rows.values()], found.next_key)
+
+
+def score_table(session: Session, run_id: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per output, one column per metric (and per configuration when a metric has several),
+    plus an ``<column>.error`` column holding the reason or error of null values; repeats as in
+    ``score_rows``."""
+    columns = score_columns(session, run_id)
+    return columns.header, score_rows(session, run_id, columns).items
 
 
 def score_configs(session: Session, run_id: int) -> dict[str, dict[str, Any]]:
@@ -193,7 +225,7 @@ def score_configs(session: Session, run_id: int) -> dict[str, dict[str, Any]]:
     table, from its latest score: what tells two configurations of one metric apart."""
     get_run(session, run_id)
     repo = ScoreRepository(session)
-    keys = {(metric, ckey) for _, metric, ckey, *_ in repo.table_cells(run_id)}
+    keys = {(metric, ckey) for metric, ckey, _ in repo.table_keys(run_id)}
     per_metric: dict[str, int] = {}
     for metric, _ in keys:
         per_metric[metric] = per_metric.get(metric, 0) + 1
@@ -221,10 +253,13 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def table_csv(header: Sequence[str], rows: list[dict[str, Any]]) -> str:
+def table_csv(header: Sequence[str], rows: Sequence[dict[str, Any]], with_header: bool = True) -> str:
+    """CSV lines of ``rows`` (the header line first unless ``with_header`` is False: a streamed export
+    writes it once, then its batches)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\r\n")
-    writer.writerow({h: csv_cell(h) for h in header})
+    if with_header:
+        writer.writerow({h: csv_cell(h) for h in header})
     for row in rows:
         writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue()

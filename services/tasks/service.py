@@ -25,6 +25,7 @@ from services.accounts.schemas import RATERS, Role
 from services.accounts.service import rater_for
 from services.errors import Conflict, Forbidden, InvalidItems, ItemError, NotFound
 from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater
+from services.pagination import Page, PageRequest, map_page, page_in_order
 from services.ratings.repository import RatingRepository
 from services.ratings.service import ensure_default_rubric, rubric_read
 from services.runs.repository import RunRepository
@@ -296,10 +297,20 @@ def read_task(session: Session, task_id: int, *, min_raters: int) -> TaskRead:
     return task_read(session, get_task(session, task_id), min_raters=min_raters)
 
 
-def list_tasks(session: Session, user_id: int | None = None, *, min_raters: int) -> list[TaskRead]:
+def list_tasks(
+    session: Session, user_id: int | None = None, *, min_raters: int, page: PageRequest | None = None
+) -> list[TaskRead]:
+    return list_task_page(session, user_id, min_raters=min_raters, page=page).items
+
+
+def list_task_page(
+    session: Session, user_id: int | None = None, *, min_raters: int, page: PageRequest | None = None
+) -> Page[TaskRead]:
+    """The tasks (a rater's own with ``user_id``) in id order; with ``page``, one page of them."""
     repo = TaskRepository(session)
     tasks = repo.all() if user_id is None else repo.of_user(user_id)
-    return [task_read(session, t, min_raters=min_raters) for t in tasks]
+    found = page_in_order(tasks, page, lambda t: (t.id,)) if page else Page(list(tasks), None)
+    return map_page(found, lambda t: task_read(session, t, min_raters=min_raters))
 
 
 def _member_task(session: Session, task_id: int, user_id: int | None) -> RatingTask:

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
 
+from app.main import create_app
+from app.settings import Settings
 from services.db import head_revision
+from tests.api.helpers import assert_envelope
+from tests.conftest import admin_client
 
 
 def test_healthz_reports_database_and_components(client: TestClient) -> None:
@@ -18,3 +23,32 @@ def test_unknown_route_uses_envelope(client: TestClient) -> None:
     r = client.get("/nope")
     assert r.status_code == 404
     assert r.json()["error"] == "NotFound"
+
+
+def test_liveness_and_readiness(client: TestClient, engine: Engine) -> None:
+    assert client.get("/livez").json() == {"status": "alive"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["ready"] is True and set(ready.json()["checks"]) == {"database", "migrations"}
+    # The schema behind the code: not ready, and the item says why; alive all the same.
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'older'"))
+    try:
+        body = assert_envelope(client.get("/readyz"), 503, "NotReady")
+        assert [i["field"] for i in body["items"]] == ["migrations"] and "older" in body["items"][0]["reason"]
+        assert client.get("/livez").status_code == 200
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = :h"), {"h": head_revision()})
+    assert client.get("/readyz").status_code == 200
+
+
+def test_readiness_needs_the_configured_workers_alive(settings: Settings, engine: Engine) -> None:
+    settings.jobs.embedded_worker = True
+    settings.jobs.worker_processes = 0  # the worker thread: the same check as processes, cheaper to start
+    with admin_client(create_app(settings)) as c:
+        body = c.get("/readyz").json()
+        assert body["ready"] is True and body["checks"]["workers"]["ok"] is True
+        c.app.state.resources.worker.stop()  # type: ignore[attr-defined]
+        failed = assert_envelope(c.get("/readyz"), 503, "NotReady")
+        assert [i["field"] for i in failed["items"]] == ["workers"]

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.cli_common import get_all
 from tests.api.helpers import MINI, assert_envelope, create_dataset, load_mini, read_jsonl, upload
 
 DOCS = {d["external_id"]: d["text"] for d in read_jsonl(MINI / "documents.jsonl")}
@@ -185,7 +186,7 @@ def test_large_batches_are_stored_exactly(client: TestClient) -> None:
     r = client.post(f"/runs/{run}/outputs", json=outputs)
     assert r.status_code == 200, r.text
     assert r.json()["created"] == n
-    stored = {o["question_id"]: o for o in client.get(f"/runs/{run}/outputs").json()}
+    stored = {o["question_id"]: o for o in get_all(client, f"/runs/{run}/outputs")}
     assert len(stored) == n
     for i in range(n):
         o = stored[f"q{i:03d}"]
@@ -200,7 +201,7 @@ def test_large_batches_are_stored_exactly(client: TestClient) -> None:
     ratings = [{"question_id": f"q{i:03d}", "rater": "alice", "score": 1 + i % 5} for i in order]
     r = client.post(f"/runs/{run}/ratings", json=ratings)
     assert r.status_code == 200, r.text
-    got = {x["question_id"]: x["score"] for x in client.get(f"/runs/{run}/ratings").json()}
+    got = {x["question_id"]: x["score"] for x in get_all(client, f"/runs/{run}/ratings")}
     assert got == {f"q{i:03d}": 1 + i % 5 for i in range(n)}
     scores = [{"question_id": f"q{i:03d}", "metric": "external.m", "value": i / 3} for i in order]
     r = client.post(f"/runs/{run}/scores", json=scores)

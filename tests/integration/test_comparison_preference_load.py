@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 
 import httpx
 
+from app.cli_common import get_all
 from tests.conftest import Live
 from tests.integration.test_concurrency import HANG_GUARD_S, N_CLIENTS, N_QUESTIONS, _outputs, _seed
 from tests.live import concurrently
@@ -48,11 +49,8 @@ def _batch(a: int, b: int, rater: int, mirrored: bool) -> tuple[dict[str, int], 
 
 
 def _stored(live: Live, a: int, b: int) -> list[dict[str, object]]:
-    r = httpx.get(
-        f"{live.url}/preferences", params={"run_a": a, "run_b": b}, headers=live.headers, timeout=HANG_GUARD_S
-    )
-    assert r.status_code == 200, r.text
-    return list(r.json())
+    with httpx.Client(base_url=live.url, headers=live.headers, timeout=HANG_GUARD_S) as c:
+        return get_all(c, "/preferences", {"run_a": a, "run_b": b})
 
 
 def test_eight_preference_batches_both_orientations_each_row_once(live_server: Live) -> None:
@@ -108,7 +106,7 @@ def test_identical_batches_race_and_answers_change_under_them(live_server: Live)
     winners = {(int(str(p["question_id"])[1:]), p["preference"]) for p in stored}
     assert len({(v - q) % 5 for q, v in winners}) == 1  # one batch's values, never a mix
     with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as c:
-        outputs = c.get(f"/runs/{b}/outputs").json()
+        outputs = get_all(c, f"/runs/{b}/outputs")
         read = c.get("/reports/pairwise", params={"run_a": a, "run_b": b, "source": "absolute"}).json()
     # All of run B's answers changed together in each output batch: the preferences are all current or all
     # stale, and the report's count says the same as the listing.

@@ -14,6 +14,7 @@ from services.accounts.schemas import Identity, KeyCreate, Role, UserCreate, Use
 from services.config import AuthSettings
 from services.errors import Conflict, InvalidItems, NotFound, TooManyRequests, Unauthorized
 from services.models import ApiKey, LoginFailure, Rater, RaterAccount, User, WebSession
+from services.pagination import MAX_LIMIT, PageRequest
 
 AUTH = AuthSettings(hash_time_cost=1, hash_memory_kib=1024, hash_parallelism=1, login_max_failures=2)
 
@@ -47,8 +48,8 @@ def test_issue_key_creates_the_account_and_stores_only_a_hash(
     with pytest.raises(InvalidItems) as inv:
         accounts.issue_key(db, hasher, KeyCreate(name="newcomer"))
     assert [(e.field, e.reason) for e in inv.value.items] == [("role", "required for a new account")]
-    assert [u.name for u in accounts.list_users(db)] == ["ann"]
-    assert [k.user for k in accounts.list_keys(db)] == ["ann", "ann"]
+    assert [u.name for u in accounts.list_users(db, PageRequest(MAX_LIMIT)).items] == ["ann"]
+    assert [k.user for k in accounts.list_keys(db, PageRequest(MAX_LIMIT)).items] == ["ann", "ann"]
 
 
 def test_authenticate_key_refuses_bad_revoked_and_inactive(db: Session, hasher: accounts.KeyHasher) -> None:

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from services.errors import Conflict, Forbidden, InvalidItems, NotFound
 from services.models import Preference, Rater, Rating, Rubric
+from services.pagination import MAX_LIMIT, PageRequest
 from services.ratings import preferences
 from services.ratings import service as ratings
 from services.ratings.repository import PreferenceRepository, RatingRepository
@@ -25,7 +26,7 @@ def test_raters_are_registered_once(db: Session) -> None:
     assert (first.created, first.unchanged) == (2, 0)
     again = ratings.create_raters(db, rows({"name": "ann"}, {"name": "cy"}))
     assert (again.created, again.unchanged) == (1, 1)
-    assert [r.name for r in ratings.list_raters(db)] == ["ann", "bob", "cy"]
+    assert [r.name for r in ratings.list_raters(db, PageRequest(MAX_LIMIT)).items] == ["ann", "bob", "cy"]
     with pytest.raises(InvalidItems) as exc:
         ratings.create_raters(db, rows({"name": "dee"}, {"name": "dee"}, {"name": ""}))
     assert _fields(exc) == [(2, "name"), (1, "name")]
@@ -33,7 +34,7 @@ def test_raters_are_registered_once(db: Session) -> None:
 
 
 def test_rubrics_default_and_created(db: Session) -> None:
-    [default] = ratings.list_rubrics(db)
+    [default] = ratings.list_rubrics(db, PageRequest(MAX_LIMIT)).items
     assert (default.name, default.min, default.max, default.is_default) == (DEFAULT_RUBRIC_NAME, 1, 5, True)
     assert len(default.levels) == 5
     ratings.ensure_default_rubric(db)
@@ -60,7 +61,10 @@ def test_rating_import_upserts_and_lists(db: Session) -> None:
     batch[1]["score"] = 3
     again = ratings.import_ratings(db, r, rows(*batch))
     assert (again.created, again.updated, again.unchanged) == (0, 1, 2)
-    listed = {(x.question_id, x.rater): (x.score, x.comment, x.rubric) for x in ratings.list_ratings(db, r)}
+    listed = {
+        (x.question_id, x.rater): (x.score, x.comment, x.rubric)
+        for x in ratings.list_ratings(db, r, PageRequest(MAX_LIMIT)).items
+    }
     assert listed == {
         ("q1", "ann"): (4, None, DEFAULT_RUBRIC_NAME),
         ("q1", "bob"): (3, "vague", DEFAULT_RUBRIC_NAME),
@@ -86,7 +90,7 @@ def test_rows_join_by_question_text_or_position(db: Session) -> None:
     assert (error.index, error.field) == (0, "question_id")
     assert "rater 'ann' has 2 row(s) without a question for run 'r1', which has 3 question(s)" in error.reason
     ratings.import_ratings(db, r, rows(*({"rater": "ann", "score": s} for s in (1, 2, 5))), join="order")
-    assert {(x.question_id, x.score) for x in ratings.list_ratings(db, r)} == {
+    assert {(x.question_id, x.score) for x in ratings.list_ratings(db, r, PageRequest(MAX_LIMIT)).items} == {
         ("q1", 1),
         ("q2", 2),
         ("q3", 5),
@@ -140,7 +144,7 @@ def test_one_run_is_rated_on_one_rubric(db: Session) -> None:
             {"question_id": "q2", "rater": "ann", "score": 1},
         ),
     )
-    assert {x.rubric for x in ratings.list_ratings(db, r2)} == {"pass"}
+    assert {x.rubric for x in ratings.list_ratings(db, r2, PageRequest(MAX_LIMIT)).items} == {"pass"}
 
 
 def test_a_rater_writes_only_their_own_ratings_on_a_task_run(db: Session) -> None:
@@ -150,9 +154,9 @@ def test_a_rater_writes_only_their_own_ratings_on_a_task_run(db: Session) -> Non
     with pytest.raises(Forbidden, match="'ann' has no rating task on run"):
         ratings.import_ratings(db, r, rows({"question_id": "q1", "rater": "ann", "score": 4}), author="ann")
     with pytest.raises(Forbidden):
-        ratings.list_ratings(db, r, author="ann", author_id=None)
+        ratings.list_ratings(db, r, PageRequest(MAX_LIMIT), author="ann", author_id=None)
     with pytest.raises(NotFound):
-        ratings.list_ratings(db, 999)
+        ratings.list_ratings(db, 999, PageRequest(MAX_LIMIT))
 
 
 def test_preferences_import_mirrored_and_listed(db: Session) -> None:
@@ -173,11 +177,11 @@ def test_preferences_import_mirrored_and_listed(db: Session) -> None:
         ).unchanged
         == 1
     )
-    [read] = preferences.list_preferences(db, b, a)
+    [read] = preferences.list_preferences(db, b, a, PageRequest(MAX_LIMIT)).items
     assert (read.preference, read.stale) == (2, False)
     # A new answer makes the preference stale (kept, marked).
     runs.import_outputs(db, a, rows({"question_id": "q1", "answer": "changed"}))
-    [read] = preferences.list_preferences(db, a, b)
+    [read] = preferences.list_preferences(db, a, b, PageRequest(MAX_LIMIT)).items
     assert (read.preference, read.stale, read.output_a_version) == (-2, True, 1)
 
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from services.errors import Conflict, InvalidItems, NotFound
 from services.models import MetricScore, MetricScoreHistory, Output, Rating, RatingHistory, RetrievedChunk
+from services.pagination import MAX_LIMIT, PageRequest
 from services.ratings import service as ratings
 from services.runs import service as runs
 from services.runs.repository import RunRepository
@@ -49,7 +50,7 @@ def test_create_run_and_its_failures(db: Session) -> None:
         runs.get_run(db, 999)
     with pytest.raises(NotFound):
         runs.import_outputs(db, 999, rows({"question_id": "q1", "answer": "a"}))
-    assert [r.name for r in runs.list_runs(db, ds)] == ["v1"]
+    assert [r.name for r in runs.list_runs(db, ds, PageRequest(MAX_LIMIT)).items] == ["v1"]
 
 
 def test_output_reimport_counts_and_versions(db: Session) -> None:
@@ -161,7 +162,7 @@ def test_ragas_rows_match_by_text_and_locate_their_contexts(db: Session) -> None
         ),
     )
     assert report.created == 1
-    [out] = runs.list_outputs(db, r)
+    [out] = runs.list_outputs(db, r).items
     assert out.question_id == "q1" and out.generator == {"kind": "external", "format": "ragas"}
     located, unlocated = out.retrieved
     assert (located.document_id, located.start, located.end, located.location) == ("d1", 32, 65, "exact")
@@ -182,7 +183,7 @@ def test_ragchecker_rows_match_by_query_id(db: Session) -> None:
         r,
         rows({"query_id": "q1", "response": "x", "retrieved_context": [{"doc_id": "d1", "text": "Rome"}]}),
     )
-    [out] = runs.list_outputs(db, r)
+    [out] = runs.list_outputs(db, r).items
     assert (out.answer, out.retrieved[0].start, out.retrieved[0].document_id) == ("x", 66, "d1")
 
 

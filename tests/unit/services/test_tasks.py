@@ -10,6 +10,7 @@ from services.accounts import service as accounts
 from services.accounts.schemas import Role, UserCreate
 from services.errors import Conflict, Forbidden, InvalidItems, NotFound, ServiceError
 from services.models import Rating, RatingHistory, TaskItem, TaskRater
+from services.pagination import MAX_LIMIT, PageRequest
 from services.ratings import service as ratings
 from services.ratings.schemas import DEFAULT_RUBRIC_NAME, RubricCreate
 from services.runs import service as runs
@@ -46,7 +47,7 @@ def test_create_task_assigns_every_output_to_every_rater(db: Session) -> None:
     items = db.scalars(select(TaskItem).order_by(TaskItem.user_id, TaskItem.position)).all()
     assert len(items) == 6 and {i.position for i in items} == {1, 2, 3}
     # Accounts get their rater when the task is made; the order is reproducible from the seed.
-    assert {r.name for r in ratings.list_raters(db)} == {"ann", "bob"}
+    assert {r.name for r in ratings.list_raters(db, PageRequest(MAX_LIMIT)).items} == {"ann", "bob"}
     seeds = {tr.user_id: tr.order_seed for tr in db.scalars(select(TaskRater))}
     given, again = (
         tasks.assign([1, 2, 3], sorted(seeds), None, 7),
