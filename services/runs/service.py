@@ -282,8 +282,32 @@ def _stored(o: Output) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return values, chunks
 
 
+@dataclass
+class ResolvedOutput:
+    """An output ready to write: its question, answer and chunks already resolved against the documents
+    (each chunk: ``document`` (a Document or None), ``start``, ``end``, ``text``, ``score``, ``location`` and
+    optionally ``match_score``)."""
+
+    question: Question
+    answer: str
+    chunks: list[dict[str, Any]]
+    # None when the source does not say; ``default_generator`` then describes a new output.
+    generator: dict[str, Any] | None
+    default_generator: dict[str, Any]
+    latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class WrittenOutputs:
+    created: int
+    updated: int
+    unchanged: int
+    invalidated_ratings: int
+    invalidated_scores: int
+
+
 def _merge(
-    p: _Parsed, chunks: list[dict[str, Any]], out: Output | None
+    p: ResolvedOutput, chunks: list[dict[str, Any]], out: Output | None
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """The output and chunk rows to store, and what the import does: "create", "unchanged", "metadata" (the
     version stays) or "content" (the version moves on)."""
@@ -301,7 +325,7 @@ def _merge(
             "text": c["text"],
             "score": c["score"],
             "location": c["location"],
-            "match_score": None,
+            "match_score": c.get("match_score"),
         }
         for c in chunks
     ]
@@ -318,7 +342,7 @@ def _merge(
     for row, old in zip(rows, old_rows, strict=True):
         if row["score"] is None:
             row["score"] = old["score"]
-        if row["location"] == old["location"]:
+        if row["location"] == old["location"] and row["match_score"] is None:
             row["match_score"] = old["match_score"]
     same = (values, rows) == (old_values, old_rows)
     return values, rows, "unchanged" if same else "metadata"
@@ -368,6 +392,30 @@ def import_outputs(
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
         raise invalid_rows("outputs", rows, errors)
 
+    written = write_outputs(
+        session,
+        run_id,
+        [
+            ResolvedOutput(p.question, p.answer, chunks, p.generator, p.default_generator, p.latency_ms)
+            for p, chunks in resolved
+            if p.question is not None
+        ],
+    )
+    return ImportReport(
+        kind="outputs",
+        received=len(rows),
+        created=written.created,
+        updated=written.updated,
+        unchanged=written.unchanged,
+        invalidated_ratings=written.invalidated_ratings,
+        invalidated_scores=written.invalidated_scores,
+        notes=notes_of(rows),
+    )
+
+
+def write_outputs(session: Session, run_id: int, outputs: list[ResolvedOutput]) -> WrittenOutputs:
+    """Upsert resolved outputs of a run (one per question; the run locked by the caller): set-based
+    writes, the version moved on (and ratings and scores retired) only where the content changed."""
     repo = RunRepository(session)
     existing = repo.outputs_by_question(run_id)
     unchanged = 0
@@ -376,10 +424,9 @@ def import_outputs(
     updated_outputs: list[dict[str, Any]] = []
     new_chunks: dict[int, list[dict[str, Any]]] = {}
     updated_chunks: dict[int, list[dict[str, Any]]] = {}
-    for p, chunks in resolved:
-        assert p.question is not None
+    for p in outputs:
         out = existing.get(p.question.id)
-        values, chunk_rows, action = _merge(p, chunks, out)
+        values, chunk_rows, action = _merge(p, p.chunks, out)
         if action == "unchanged":
             unchanged += 1
             continue
@@ -402,16 +449,7 @@ def import_outputs(
     created, updated = len(new_outputs), len(updated_outputs)
     # A new answer (or new chunks) makes the old answer's ratings and scores stale.
     ratings, scores = repo.retire_dependants(changed)
-    return ImportReport(
-        kind="outputs",
-        received=len(rows),
-        created=created,
-        updated=updated,
-        unchanged=unchanged,
-        invalidated_ratings=ratings,
-        invalidated_scores=scores,
-        notes=notes_of(rows),
-    )
+    return WrittenOutputs(created, updated, unchanged, ratings, scores)
 
 
 def output_read(o: Output, question: Question) -> OutputRead:
