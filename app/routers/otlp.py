@@ -19,27 +19,30 @@ from services.studies.plan import StaleSnapshot
 router = APIRouter(tags=["traces"], route_class=CommittingRoute)
 ATTEMPTS = 3
 
-_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            decode.PROTOBUF: {
-                "schema": {
-                    "type": "string",
-                    "format": "binary",
-                    "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest",
-                }
+
+def _body() -> dict[str, Any]:
+    """The request body: the two encodings OTLP/HTTP defines."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                decode.PROTOBUF: {
+                    "schema": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest",
+                    }
+                },
+                decode.JSON: {
+                    "schema": {
+                        "type": "object",
+                        "description": "ExportTraceServiceRequest, OTLP JSON encoding (hex ids)",
+                        "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
+                    }
+                },
             },
-            decode.JSON: {
-                "schema": {
-                    "type": "object",
-                    "description": "ExportTraceServiceRequest, OTLP JSON encoding (hex ids)",
-                    "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}},
-                }
-            },
-        },
+        }
     }
-}
 
 
 def _decode_and_map(raw: bytes, ctype: str, encoding: str | None, limit: int) -> mapping.Mapped:
@@ -57,7 +60,7 @@ def _decode_and_map(raw: bytes, ctype: str, encoding: str | None, limit: int) ->
             "content": {decode.PROTOBUF: {"schema": {"type": "string", "format": "binary"}}},
         },
     },
-    openapi_extra=_BODY,
+    openapi_extra=_body(),
 )
 async def export_traces(
     request: Request,

@@ -33,7 +33,7 @@ _GENAI_PROMPT = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|content)$")
 _GENAI_COMPLETION = re.compile(r"^gen_ai\.completion\.(\d+)\.(role|content)$")
 # Keys of a JSON input whose string value is the question.
 _QUESTION_KEYS = ("question", "query", "input", "user_input", "prompt")
-_LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,8 @@ def map_trace(trace_id: str, spans: list[Span]) -> tuple[TraceOutput | None, lis
             else "no output on an LLM span (llm.output_messages, gen_ai.completion, output.value) nor "
             "output.value on the root span"
         )
-        partial = "" if root is not None else " (its root span was not in this request)"
+        whole = root is not None and root.parent_id is None
+        partial = "" if whole else " (its root span was not in this request)"
         return None, [unmapped(s, f"its trace has {missing}{partial}: {where}") for s in spans]
     assert q_span is not None and a_span is not None
     used += [q_span.span_id, a_span.span_id]
