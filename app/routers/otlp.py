@@ -13,7 +13,7 @@ from app.errors import responses
 from app.resources import get_resources
 from services.db import run_transaction
 from services.otlp import decode, mapping, service
-from services.otlp.schemas import TraceIngestRead
+from services.otlp.schemas import TRACES_PATH, TraceIngestRead
 from services.studies.plan import StaleSnapshot
 
 router = APIRouter(tags=["traces"], route_class=CommittingRoute)
@@ -45,12 +45,12 @@ def _body() -> dict[str, Any]:
     }
 
 
-def _decode_and_map(raw: bytes, ctype: str, encoding: str | None, limit: int) -> mapping.Mapped:
-    return mapping.map_spans(decode.decode(decode.inflate(raw, encoding, limit), ctype))
+def _decode_and_map(raw: bytes, ctype: str, encoding: str | None, limit: int, depth: int) -> mapping.Mapped:
+    return mapping.map_spans(decode.decode(decode.inflate(raw, encoding, limit), ctype, depth))
 
 
 @router.post(
-    "/v1/traces",
+    TRACES_PATH,
     response_model=TraceIngestRead,
     responses={
         **responses(400, 404, 409, 415, 422),
@@ -86,7 +86,13 @@ async def export_traces(
     raw = await request.body()
     limit = state.settings.max_request_bytes
     mapped = await anyio.to_thread.run_sync(
-        _decode_and_map, raw, ctype, content_encoding, limit, limiter=state.import_limiter
+        _decode_and_map,
+        raw,
+        ctype,
+        content_encoding,
+        limit,
+        state.settings.max_json_depth,
+        limiter=state.import_limiter,
     )
     result: TraceIngestRead | None = None
     for attempt in range(1, ATTEMPTS + 1):

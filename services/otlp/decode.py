@@ -28,6 +28,8 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from services.errors import ItemError, MalformedInput, UnsupportedMediaType
+from services.ingest import MAX_JSON_DEPTH, check_json
+from services.nul import REASON, nul_fields, nul_refusal
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -130,11 +132,10 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _from_json(raw: bytes) -> ExportTraceServiceRequest:
-    try:
-        doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MalformedInput("the body is not JSON", [ItemError(None, "body", str(exc))]) from exc
+def _from_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> ExportTraceServiceRequest:
+    # Not UTF-8, not JSON, too deep, NaN: 400; a string holding NUL: 422 naming where (services.nul).
+    check_json(raw, max_depth)
+    doc = json.loads(raw)
     doc = _object(doc, "body")
     for i, rs in enumerate(_list(doc.get("resourceSpans"), "resourceSpans")):
         rs = _object(rs, f"resourceSpans[{i}]")
@@ -235,10 +236,10 @@ def attributes_of(items: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def decode(raw: bytes, ctype: str) -> list[Span]:
+def decode(raw: bytes, ctype: str, max_depth: int = MAX_JSON_DEPTH) -> list[Span]:
     """The spans of a request body of media type ``ctype`` (``media_type``); MalformedInput naming the
-    part that does not decode or whose ids are not OTLP ids."""
-    message = _from_protobuf(raw) if ctype == PROTOBUF else _from_json(raw)
+    part that does not decode or whose ids are not OTLP ids, InvalidItems naming text that holds NUL."""
+    message = _from_protobuf(raw) if ctype == PROTOBUF else _from_json(raw, max_depth)
     spans: list[Span] = []
     for i, rs in enumerate(message.resource_spans):
         resource = attributes_of(rs.resource.attributes)
@@ -267,6 +268,10 @@ def decode(raw: bytes, ctype: str) -> list[Span]:
                         ],
                     )
                 error = (sp.status.message or "error") if sp.status.code == 2 else None
+                attributes = attributes_of(sp.attributes)
+                held = nul_fields({"name": sp.name, "attributes": attributes}, where)
+                if held:
+                    raise nul_refusal([ItemError(None, f, REASON) for f in held], "a span")
                 spans.append(
                     Span(
                         trace_id=binascii.hexlify(sp.trace_id).decode(),
@@ -275,7 +280,7 @@ def decode(raw: bytes, ctype: str) -> list[Span]:
                         name=sp.name,
                         start_ns=sp.start_time_unix_nano,
                         end_ns=sp.end_time_unix_nano,
-                        attributes=attributes_of(sp.attributes),
+                        attributes=attributes,
                         resource=resource,
                         error=error,
                         where=where,

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.studies.schemas import Located
 
+TRACES_PATH = "/v1/traces"
 DATASET_HEADER = "X-Ragmeta-Dataset"
 RUN_HEADER = "X-Ragmeta-Run"
 

@@ -157,8 +157,9 @@ def test_a_genai_json_trace_becomes_an_output_and_every_other_span_is_named(clie
     assert unlocated["location"] == "unlocated" and unlocated["start"] is None
     assert [c["score"] for c in out["retrieved"]] == [0.9, 0.4, None]
 
-    # The same request again (an exporter's retry) changes nothing.
-    again = client.post("/v1/traces", content=body, headers=JSON_HEADERS).json()
+    # The same request again (an exporter's retry, gzip-compressed this time) changes nothing.
+    gzipped = {**JSON_HEADERS, "Content-Encoding": "gzip"}
+    again = client.post("/v1/traces", content=gzip.compress(body.encode()), headers=gzipped).json()
     assert again["outputs"] == {**got["outputs"], "created": 0, "unchanged": 1}
     assert (again["run_created"], again["questions_created"]) == (False, 0)
 
@@ -265,6 +266,21 @@ BAD = [
         400,
         f"{SPANS_0}.attributes.value.intValue",
     ),
+    ("NUL in an attribute", JSON_HEADERS, _bad_json(name="a\x00b"), 422, "NUL"),
+    (
+        "NUL in a gzip attribute",
+        {**JSON_HEADERS, "Content-Encoding": "gzip"},
+        gzip.compress(_bad_json(name="a\x00b")),
+        422,
+        "NUL",
+    ),
+    (
+        "JSON too deep",
+        {**JSON_HEADERS, "Content-Encoding": "gzip"},
+        gzip.compress(b"[" * 100 + b"]" * 100),
+        400,
+        "body",
+    ),
     ("gzip declared, not gzip", {**JSON_HEADERS, "Content-Encoding": "gzip"}, b"{}", 400, "Content-Encoding"),
     ("an encoding not read", {**JSON_HEADERS, "Content-Encoding": "br"}, b"{}", 415, "Content-Encoding"),
 ]
@@ -276,7 +292,11 @@ def test_malformed_otlp_is_refused_naming_the_part(
 ) -> None:
     r = refusing.post("/v1/traces", content=body, headers=headers)
     assert r.status_code == status, r.text
-    assert field in [i["field"] for i in r.json()["items"]], r.json()
+    fields = [i["field"] for i in r.json()["items"]]
+    if field == "NUL":
+        assert any(f.endswith("spans[0].name") for f in fields) and "NUL" in r.text, r.json()
+    else:
+        assert field in fields, r.json()
 
 
 def test_a_protobuf_span_with_a_short_trace_id_is_named(refusing: TestClient) -> None:
@@ -289,6 +309,20 @@ def test_a_protobuf_span_with_a_short_trace_id_is_named(refusing: TestClient) ->
         headers={**TARGET, "Content-Type": "application/x-protobuf"},
     )
     assert r.status_code == 400 and r.json()["items"][0]["field"] == f"{SPANS_0}.traceId"
+
+
+def test_a_protobuf_attribute_holding_nul_is_named(refusing: TestClient) -> None:
+    message = ExportTraceServiceRequest()
+    span = message.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, "s"
+    attr = span.attributes.add()
+    attr.key, attr.value.string_value = "input.value", "a\x00b"
+    r = refusing.post(
+        "/v1/traces",
+        content=message.SerializeToString(),
+        headers={**TARGET, "Content-Type": "application/x-protobuf"},
+    )
+    assert r.status_code == 422 and r.json()["items"][0]["field"] == f"{SPANS_0}.attributes.input.value"
 
 
 def test_a_gzip_body_inflating_past_the_limit_is_refused(refusing: TestClient) -> None:
