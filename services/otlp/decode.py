@@ -132,7 +132,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _from_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> ExportTraceServiceRequest:
+def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> ExportTraceServiceRequest:
     # Not UTF-8, not JSON, too deep, NaN: 400; a string holding NUL: 422 naming where (services.nul).
     check_json(raw, max_depth)
     doc = json.loads(raw)
@@ -202,7 +202,7 @@ def _part(doc: dict[str, Any], message: str) -> str:
     return ".".join(chain) or "body"
 
 
-def _from_protobuf(raw: bytes) -> ExportTraceServiceRequest:
+def parse_protobuf(raw: bytes) -> ExportTraceServiceRequest:
     message = ExportTraceServiceRequest()
     try:
         message.ParseFromString(raw)
@@ -239,7 +239,7 @@ def attributes_of(items: Any, depth: int = 0) -> dict[str, Any]:
 def decode(raw: bytes, ctype: str, max_depth: int = MAX_JSON_DEPTH) -> list[Span]:
     """The spans of a request body of media type ``ctype`` (``media_type``); MalformedInput naming the
     part that does not decode or whose ids are not OTLP ids, InvalidItems naming text that holds NUL."""
-    message = _from_protobuf(raw) if ctype == PROTOBUF else _from_json(raw, max_depth)
+    message = parse_protobuf(raw) if ctype == PROTOBUF else parse_json(raw, max_depth)
     spans: list[Span] = []
     for i, rs in enumerate(message.resource_spans):
         resource = attributes_of(rs.resource.attributes)

@@ -15,16 +15,15 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.corpus import Corpus
 from services.errors import InvalidItems, ItemError, NotFound
-from services.models import Document, Question, Run
+from services.models import Question, Run
 from services.otlp.mapping import Mapped, TraceOutput
+from services.otlp.repository import TraceRepository
 from services.otlp.schemas import (
     DATASET_HEADER,
     RUN_HEADER,
@@ -35,7 +34,7 @@ from services.otlp.schemas import (
 )
 from services.runs.service import ResolvedOutput, lock_run, write_outputs
 from services.studies.plan import StaleSnapshot
-from services.studies.repository import StoredDocument, StudyRepository
+from services.studies.repository import StoredDocument
 from services.studies.schemas import Located
 
 FUZZY_THRESHOLD = 90.0
@@ -71,24 +70,15 @@ class Snapshot:
     stamp: tuple[Any, ...]
 
 
-def _doc_stamp(session: Session, dataset_id: int) -> tuple[Any, ...]:
-    count, latest = session.execute(
-        select(func.count(Document.id), func.max(Document.updated_at)).where(
-            Document.dataset_id == dataset_id
-        )
-    ).one()
-    return count, latest.isoformat() if isinstance(latest, datetime) else latest
-
-
 def snapshot(session: Session, where: Target) -> Snapshot:
-    repo = StudyRepository(session)
+    repo = TraceRepository(session)
     ds = repo.dataset_by_name(where.dataset)
     if ds is None:
         raise NotFound(
             f"no dataset is named {where.dataset!r}: create it (with its documents) first",
             [ItemError(None, DATASET_HEADER, f"unknown dataset {where.dataset!r}")],
         )
-    return Snapshot(ds.id, repo.documents(ds.id), _doc_stamp(session, ds.id))
+    return Snapshot(ds.id, repo.documents(ds.id), repo.document_stamp(ds.id))
 
 
 @dataclass
@@ -162,10 +152,10 @@ def _generator(o: TraceOutput) -> dict[str, Any]:
 def write(session: Session, p: Plan) -> TraceIngestRead:
     """Write a plan in the current transaction: the run (created when the dataset has none of this name),
     the questions not yet in the dataset, and the outputs (upserted: a trace sent again changes nothing)."""
-    repo = StudyRepository(session)
+    repo = TraceRepository(session)
     snap = p.snapshot
     ds = repo.lock_dataset(snap.dataset_id)
-    if ds is None or _doc_stamp(session, snap.dataset_id) != snap.stamp:
+    if ds is None or repo.document_stamp(snap.dataset_id) != snap.stamp:
         raise StaleSnapshot(
             f"the documents of dataset {snap.dataset_id} changed while the traces were located; nothing was "
             "written",
@@ -184,13 +174,7 @@ def write(session: Session, p: Plan) -> TraceIngestRead:
     lock_run(session, run_id)
     outputs = p.mapped.outputs
     wanted = sorted({o.question for o in outputs})
-    found: dict[str, list[Question]] = {}
-    for i in range(0, len(wanted), 500):
-        stmt = select(Question).where(
-            Question.dataset_id == ds.id, Question.question.in_(wanted[i : i + 500])
-        )
-        for q in session.scalars(stmt):
-            found.setdefault(q.question, []).append(q)
+    found = repo.questions_by_text(ds.id, wanted)
     ambiguous = {t: qs for t, qs in found.items() if len(qs) > 1}
     if ambiguous:
         raise InvalidItems(
@@ -206,14 +190,7 @@ def write(session: Session, p: Plan) -> TraceIngestRead:
             ],
         )
     missing = [t for t in wanted if t not in found]
-    taken = {
-        e
-        for (e,) in session.execute(
-            select(Question.external_id).where(
-                Question.dataset_id == ds.id, Question.external_id.in_([question_key(t) for t in missing])
-            )
-        )
-    }
+    taken = repo.taken_external_ids(ds.id, [question_key(t) for t in missing])
     new_rows: list[dict[str, Any]] = []
     for t in missing:
         key = question_key(t)
@@ -232,7 +209,7 @@ def write(session: Session, p: Plan) -> TraceIngestRead:
         )
     new_ids = repo.insert_rows(Question, new_rows, with_ids=True)
     for row, qid in zip(new_rows, new_ids, strict=True):
-        stored = session.get(Question, qid)
+        stored = repo.question(qid)
         assert stored is not None
         found[str(row["question"])] = [stored]
     docs = snap.documents

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from app.main import create_app
 from app.settings import Settings
+from services.otlp.decode import parse_json
 from tests.conftest import FAST_HASH, issue_key
 from tests.otlpdata import DOCS
 
@@ -166,11 +167,7 @@ def test_a_genai_json_trace_becomes_an_output_and_every_other_span_is_named(clie
 
 def test_a_protobuf_request_is_answered_in_protobuf_with_the_rejected_count(client: TestClient) -> None:
     _seed(client)
-    from google.protobuf import json_format
-
-    from services.otlp.decode import _from_json
-
-    message = _from_json(json.dumps(_request(_genai_trace())).encode())
+    message = parse_json(json.dumps(_request(_genai_trace())).encode())
     raw = message.SerializeToString()
     headers = {**TARGET, "Content-Type": "application/x-protobuf"}
     r = client.post("/v1/traces", content=raw, headers=headers)
@@ -184,7 +181,6 @@ def test_a_protobuf_request_is_answered_in_protobuf_with_the_rejected_count(clie
         headers={**headers, "Accept": "application/json", "Content-Encoding": "gzip"},
     )
     assert r.status_code == 200 and r.json()["outputs"]["unchanged"] == 1
-    assert json_format.MessageToDict(message)["resourceSpans"][0]["scopeSpans"][0]["spans"]
 
 
 def _bad_json(**span: Any) -> bytes:
