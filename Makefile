@@ -2,34 +2,45 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.ragmeta-installed
+RUNTIME_STAMP := $(VENV)/.ragmeta-runtime
+DEV_STAMP := $(VENV)/.ragmeta-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup run serve migrate test lint format openapi bench fuzz load clean
+.PHONY: setup setup-runtime run serve migrate test lint format openapi bench fuzz load clean
 
-setup: $(STAMP)
+# Everything: what serving needs plus the development and test tools (CI, `make test`, `make lint`).
+setup: $(DEV_STAMP)
+
+# What serving needs, no test tools: `make run`, `make serve`, `make migrate`.
+setup-runtime: $(RUNTIME_STAMP)
 
 # Pinned dependencies (torch is the CPU 2.13.0 build), then the project itself without resolving again. uv
 # installs the lock from the sources pip is configured with (scripts/install_locked.py), in about half pip's
 # time; pip does it where uv cannot be installed.
-$(STAMP): requirements.lock pyproject.toml
+$(RUNTIME_STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	( $(BIN)/python -m pip install --quiet uv==0.13.8 && $(BIN)/python scripts/install_locked.py $(BIN)/python requirements.lock ) \
 	  || $(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	touch $(STAMP)
+	touch $(RUNTIME_STAMP)
 
-migrate: setup
+# Both lists in one resolution, so the development tools cannot move a pinned runtime package.
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.lock
+	$(BIN)/python scripts/install_locked.py $(BIN)/python requirements.lock requirements-dev.lock \
+	  || $(BIN)/python -m pip install --quiet -r requirements.lock -r requirements-dev.lock
+	touch $(DEV_STAMP)
+
+migrate: setup-runtime
 	$(BIN)/python -m app.cli migrate
 
 # The demo runs open (no sign-in) on loopback and says so; `ragmeta run` refuses to be open on any other
 # address. RAGMETA_AUTH__ENABLED=true make run turns authentication on.
-run: setup
+run: setup-runtime
 	RAGMETA_AUTH__ENABLED=$${RAGMETA_AUTH__ENABLED:-false} $(BIN)/python -m app.cli run --host $(HOST) --port $(PORT)
 
-serve: setup
+serve: setup-runtime
 	$(BIN)/python -m app.cli serve --host $(HOST) --port $(PORT)
 
 test: setup
@@ -44,7 +55,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-openapi: setup
+openapi: setup-runtime
 	$(BIN)/python scripts/openapi.py
 
 bench: setup

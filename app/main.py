@@ -30,6 +30,7 @@ from app.routers import (
     health,
     home,
     jobs,
+    otlp,
     preferences,
     ratings,
     reports,
@@ -197,6 +198,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         preferences,
         jobs,
         studies,
+        otlp,
         deletion,
     ):
         app.include_router(module.router, dependencies=by_method)

@@ -25,6 +25,7 @@ from app.uploads import declares_upload
 from services.errors import ItemError, ServiceError
 from services.ingest import check_json
 from services.nul import NUL, REASON, check_pairs, nul_refusal
+from services.otlp.schemas import TRACES_PATH
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -119,7 +120,11 @@ class RequestGuard:
                 break
         raw = b"".join(chunks)
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if raw and ctype in ("application/json", ""):
+        # A compressed OTLP body is checked once inflated, by its route (services.otlp.decode).
+        compressed = headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+        if compressed and scope["path"] == TRACES_PATH:
+            pass
+        elif raw and ctype in ("application/json", ""):
             try:
                 if len(raw) >= _THREAD_PARSE_BYTES:
                     await anyio.to_thread.run_sync(check_json, raw, settings.max_json_depth)

@@ -289,8 +289,32 @@ def fingerprint(values: dict[str, Any], chunks: list[dict[str, Any]]) -> Fingerp
     return _values_key(values), tuple(map(_chunk_key, chunks))
 
 
+@dataclass
+class ResolvedOutput:
+    """An output ready to write: its question, answer and chunks already resolved against the documents
+    (each chunk: ``document`` (a Document or None), ``start``, ``end``, ``text``, ``score``, ``location`` and
+    optionally ``match_score``)."""
+
+    question: Question
+    answer: str
+    chunks: list[dict[str, Any]]
+    # None when the source does not say; ``default_generator`` then describes a new output.
+    generator: dict[str, Any] | None
+    default_generator: dict[str, Any]
+    latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class WrittenOutputs:
+    created: int
+    updated: int
+    unchanged: int
+    invalidated_ratings: int
+    invalidated_scores: int
+
+
 def _merge(
-    p: _Parsed, chunks: list[dict[str, Any]], out: StoredOutput | None
+    p: ResolvedOutput, chunks: list[dict[str, Any]], out: StoredOutput | None
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """The output and chunk rows to store, and what the import does: "create", "unchanged", "metadata" (the
     version stays) or "content" (the version moves on)."""
@@ -308,7 +332,7 @@ def _merge(
             "text": c["text"],
             "score": c["score"],
             "location": c["location"],
-            "match_score": None,
+            "match_score": c.get("match_score"),
         }
         for c in chunks
     ]
@@ -327,7 +351,7 @@ def _merge(
     for row, old in zip(rows, old_rows, strict=True):
         if row["score"] is None:
             row["score"] = old[4]
-        if row["location"] == old[5]:
+        if row["location"] == old[5] and row["match_score"] is None:
             row["match_score"] = old[6]
     return values, rows, "unchanged" if fingerprint(values, rows) == out.fingerprint else "metadata"
 
@@ -455,16 +479,49 @@ def import_outputs(
         errors.sort(key=lambda e: (e.index if e.index is not None else -1, e.field))
         raise invalid_rows("outputs", rows, errors)
 
-    unchanged = len(same)
+    written = write_outputs(
+        session,
+        run_id,
+        [
+            ResolvedOutput(p.question, p.answer, chunks, p.generator, p.default_generator, p.latency_ms)
+            for p, chunks in resolved
+            if p.question is not None
+        ],
+        existing,
+    )
+    return ImportReport(
+        kind="outputs",
+        received=len(rows),
+        created=written.created,
+        updated=written.updated,
+        unchanged=written.unchanged + len(same),
+        invalidated_ratings=written.invalidated_ratings,
+        invalidated_scores=written.invalidated_scores,
+        notes=notes_of(rows),
+    )
+
+
+def write_outputs(
+    session: Session,
+    run_id: int,
+    outputs: list[ResolvedOutput],
+    existing: dict[int, StoredOutput] | None = None,
+) -> WrittenOutputs:
+    """Upsert resolved outputs of a run (one per question; the run locked by the caller): set-based
+    writes, the version moved on (and ratings and scores retired) only where the content changed.
+    ``existing``: the run's stored outputs by question id when the caller has read them already."""
+    repo = RunRepository(session)
+    if existing is None:
+        existing = repo.stored_outputs(run_id)
+    unchanged = 0
     changed: list[int] = []
     new_outputs: list[dict[str, Any]] = []
     updated_outputs: list[dict[str, Any]] = []
     new_chunks: dict[int, list[dict[str, Any]]] = {}
     updated_chunks: dict[int, list[dict[str, Any]]] = {}
-    for p, chunks in resolved:
-        assert p.question is not None
+    for p in outputs:
         out = existing.get(p.question.id)
-        values, chunk_rows, action = _merge(p, chunks, out)
+        values, chunk_rows, action = _merge(p, p.chunks, out)
         if action == "unchanged":
             unchanged += 1
             continue
@@ -484,19 +541,9 @@ def import_outputs(
         {**updated_chunks, **{created_ids[qid]: rows_ for qid, rows_ in new_chunks.items()}},
         replace=list(updated_chunks),
     )
-    created, updated = len(new_outputs), len(updated_outputs)
     # A new answer (or new chunks) makes the old answer's ratings and scores stale.
     ratings, scores = repo.retire_dependants(changed)
-    return ImportReport(
-        kind="outputs",
-        received=len(rows),
-        created=created,
-        updated=updated,
-        unchanged=unchanged,
-        invalidated_ratings=ratings,
-        invalidated_scores=scores,
-        notes=notes_of(rows),
-    )
+    return WrittenOutputs(len(new_outputs), len(updated_outputs), unchanged, ratings, scores)
 
 
 def output_read(o: Output, question_external_id: str) -> OutputRead:

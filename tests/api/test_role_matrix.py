@@ -38,6 +38,7 @@ POLICY: dict[str, set[str]] = {
     "list_runs": READ,
     "get_run": READ,
     "import_outputs": WRITE,
+    "export_traces": WRITE,
     "list_outputs": READ,
     "import_scores": WRITE,
     "get_scores": READ,

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "services.datasets",
             "services.deletion",
             "services.metrics",
+            "services.otlp",
             "services.rag",
             "services.ratings",
             "services.reports",

@@ -16,6 +16,7 @@ from services.jobs import service as jobs
 from services.jobs.registry import JobHandlers, UnknownJobKind
 from services.metrics.schemas import ScoringJobRead
 from services.models import JobItem, utcnow
+from services.pagination import PageRequest
 from services.rag.schemas import GenerateJobRead, IndexJobRead
 from services.workers import job_kind_read
 
@@ -109,8 +110,8 @@ def test_cancel_and_resume(db: Session, settings: Settings) -> None:
     assert (resumed.status, resumed.finished_at, resumed.pending) == ("queued", None, 1)
     with pytest.raises(NotFound, match="job 999999 does not exist"):
         jobs.cancel_job(db, 999999)
-    assert [j.id for j in jobs.list_jobs(db, "queued")] == [job.id]
-    assert jobs.list_jobs(db, "cancelled") == []
+    assert [j.id for j in jobs.list_jobs(db, PageRequest(100), "queued").items] == [job.id]
+    assert jobs.list_jobs(db, PageRequest(100), "cancelled").items == []
 
 
 def test_each_kind_reads_as_its_typed_model(db: Session, settings: Settings) -> None:
