@@ -14,7 +14,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -355,6 +355,9 @@ def cmd_figure(c: httpx.Client, args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------------- parser
 
 
+_Add = Callable[[str, Any, str], argparse.ArgumentParser]
+
+
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     """Register the client commands on the `ragmeta` parser; ``url`` carries the --url option."""
 
@@ -365,11 +368,19 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         p.set_defaults(client=func)
         return p
 
-    def no_wait(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--no-wait", action="store_true", help="start the job and return (ragmeta wait JOB later)"
-        )
+    # In this order: it is the order `ragmeta --help` lists the commands in.
+    _add_import_commands(add)
+    _add_run_commands(add)
+    _add_job_commands(add)
+    _add_result_commands(add)
 
+
+def _no_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-wait", action="store_true", help="start the job and return (ragmeta wait JOB later)")
+
+
+def _add_import_commands(add: _Add) -> None:
+    """import-dataset and import-study: a dataset and what comes with it."""
     p = add(
         "import-dataset", cmd_import_dataset, "create (or reuse) a dataset and import documents and questions"
     )
@@ -445,10 +456,14 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         "--preferences-columns",
         help='preference files: JSON object field -> column, e.g. \'{"preference": "Choix"}\'',
     )
+
+
+def _add_run_commands(add: _Add) -> None:
+    """index, create-run, generate, import-outputs, rate and score: a run from its index to its scores."""
     p = add("index", cmd_index, "build a dataset's retrieval index (chunks, BM25, dense) as a job")
     p.add_argument("dataset", type=int, help="dataset id")
     p.add_argument("--force", action="store_true", help="rebuild even when the index is up to date")
-    no_wait(p)
+    _no_wait(p)
     p = add(
         "create-run", cmd_create_run, "record a system version (a run); only the options given are recorded"
     )
@@ -464,7 +479,7 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     )
     p.add_argument("run", type=int, help="run id")
     p.add_argument("--regenerate", action="store_true", help="answer again questions already answered")
-    no_wait(p)
+    _no_wait(p)
     p = add(
         "import-outputs",
         cmd_import_outputs,
@@ -501,7 +516,11 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
         default="joined",
         help="words of ref.word_recall/word_precision: joined across ' and - (default) or every \\w+ run",
     )
-    no_wait(p)
+    _no_wait(p)
+
+
+def _add_job_commands(add: _Add) -> None:
+    """keys, jobs, wait and cancel: accounts and the jobs the other commands start."""
     add_keys_command(add("keys", cmd_keys, "API keys and accounts (admins): create, list, revoke"))
     p = add("jobs", cmd_jobs, "list recent jobs with their progress")
     p.add_argument(
@@ -511,6 +530,10 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("job", type=int, help="job id")
     p = add("cancel", cmd_cancel, "cancel a queued or running job")
     p.add_argument("job", type=int, help="job id")
+
+
+def _add_result_commands(add: _Add) -> None:
+    """scores, report and figure: what a run's scores say."""
     p = add("scores", cmd_scores, "download a run's scores (one row per output, one column per metric)")
     p.add_argument("run", type=int, help="run id")
     p.add_argument("-o", "--output", type=Path, help="file to write, .csv or .json (default: CSV on stdout)")
