@@ -8,6 +8,7 @@ given on an answer that changed meanwhile is kept apart, as on the rating page).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -283,6 +284,10 @@ def cmd_delete(c: httpx.Client, args: argparse.Namespace) -> None:
 # -------------------------------------------------------------------------------------------------- parser
 
 
+_Group = Callable[[str, Any, str, str], Any]
+_Action = Callable[..., argparse.ArgumentParser]
+
+
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     """`ragmeta raters`, `ragmeta task`, `ragmeta questions` and `ragmeta delete` on the `ragmeta` parser."""
 
@@ -299,12 +304,22 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
             p.set_defaults(client=func)
         return p
 
+    # In this order: it is the order `ragmeta --help` lists the commands in.
+    _add_rater_commands(group, action)
+    _add_task_commands(group, action)
+    _add_questions_command(sub, url)
+    _add_delete_commands(group, action)
+
+
+def _add_rater_commands(group: _Group, action: _Action) -> None:
     rs = group("raters", cmd_raters, "raters of imported ratings: list or register them", "raters_command")
     action(rs, "list", "every registered rater (id, name)")
     action(rs, "add", "register raters by name (names already registered are left as they are)").add_argument(
         "names", nargs="+", help="rater names"
     )
 
+
+def _add_task_commands(group: _Group, action: _Action) -> None:
     ts = group(
         "task",
         cmd_task_list,
@@ -383,6 +398,8 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p.add_argument("score", type=int, help="a level of the task's rubric")
     p.add_argument("--comment", help="a comment kept with the score")
 
+
+def _add_questions_command(sub: Any, url: argparse.ArgumentParser) -> None:
     help_text = "export a dataset's questions: .json/.jsonl (the import form) or .csv (a sheet of the ids)"
     p = sub.add_parser("questions", help=help_text, description=help_text, parents=[url])
     p.set_defaults(client=cmd_questions)
@@ -392,6 +409,8 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--include-text", action="store_true", help="JSON/JSONL: add each passage's text")
 
+
+def _add_delete_commands(group: _Group, action: _Action) -> None:
     ds = group(
         "delete",
         cmd_delete,
