@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import ExitStack, asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import Depends, FastAPI
@@ -64,6 +64,9 @@ from services.scores.service import ExternalScoreIn
 from services.tasks.schemas import ExportRow
 from services.workers import worker_runtime
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
 log = logging.getLogger("ragmeta")
 
 # Item schemas of batch endpoints whose bodies are read by hand (JSON, JSONL or file) and so are not
@@ -102,9 +105,32 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     apply_offline_env()
     engine = make_engine(settings.database_url, settings.database_wait_s)
+    resources = _open_resources(settings, engine)
+    app = FastAPI(
+        title="ragmeta",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=_lifespan(settings, engine, resources),
+        generate_unique_id_function=_operation_id,
+        # The API docs are served from local assets (app.docs), never from a CDN.
+        docs_url=None,
+        redoc_url=None,
+    )
+    # The one attribute of app.state: everything else the app owns is typed in it (app.resources).
+    app.state.resources = resources
+    install_error_handlers(app)
+    _install_middleware(app)
+    docs.install(app)
+    _install_routers(app, resources)
+    _install_openapi(app)
+    return app
+
+
+def _open_resources(settings: Settings, engine: Engine) -> AppResources:
+    """What the app owns for its life; the lifespan starts what runs in the background and closes all."""
     core = Resources.open(settings, engine)
     read_factory = core.read_session_factory
-    resources = AppResources(
+    return AppResources(
         settings=settings,
         core=core,
         db_slots=DbSlots(pool_capacity(engine)),
@@ -116,6 +142,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         report_pool=ReportPool(settings, read_factory, settings.report_processes),
         auth=AuthState(settings, look_up),
     )
+
+
+def _lifespan(
+    settings: Settings, engine: Engine, resources: AppResources
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: starts the report processes and the workers, closes everything it started."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -162,25 +194,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(stack.close)
 
-    app = FastAPI(
-        title="ragmeta",
-        version="0.1.0",
-        description=DESCRIPTION,
-        lifespan=lifespan,
-        generate_unique_id_function=_operation_id,
-        # The API docs are served from local assets (app.docs), never from a CDN.
-        docs_url=None,
-        redoc_url=None,
-    )
-    # The one attribute of app.state: everything else the app owns is typed in it (app.resources).
-    app.state.resources = resources
-    install_error_handlers(app)
+    return lifespan
+
+
+def _install_middleware(app: FastAPI) -> None:
     app.add_middleware(RequestGuard, fastapi_app=app)
     # Outermost: the guard's own refusals carry the headers too.
     app.add_middleware(SecurityHeaders)
     request_id.install(app)
     telemetry.install(app)
-    docs.install(app)
+
+
+def _install_routers(app: FastAPI, resources: AppResources) -> None:
     # Who may call what: these routers read with the reader roles (admin, editor, viewer) and write with the
     # writer roles (admin, editor: imports, jobs, deletions); the others declare their roles per route
     # (accounts, ratings, tasks, web) or are public (health, static files).
@@ -212,63 +237,68 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Without them every batch upload would meet the plain-body limit (1 MiB) instead of its own.
         raise RuntimeError("no batch upload route found in the app's routes (app.middleware.upload_routes)")
 
+
+def _install_openapi(app: FastAPI) -> None:
+    """The OpenAPI schema with the batch item schemas and every error the app answers in its envelope."""
+
     def custom_openapi() -> dict[str, Any]:
         if app.openapi_schema:
             return app.openapi_schema
-        schema = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
-        )
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        for model in EXTRA_SCHEMAS:
-            js = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            for name, sub in js.pop("$defs", {}).items():
-                components.setdefault(name, sub)
-            components.setdefault(model.__name__, js)
-        # Request validation errors are rendered in the envelope too: say so instead of FastAPI's default.
-        envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
-        for ops in schema.get("paths", {}).values():
-            for op in ops.values():
-                resp = op.get("responses", {}).get("422")
-                if resp and "HTTPValidationError" in str(resp):
-                    resp["content"] = {"application/json": {"schema": envelope}}
-                    resp["description"] = "Invalid request or items; every bad field is listed"
-        # What the request guard (app.middleware) answers before any route: declared on every operation.
-        for ops in schema.get("paths", {}).values():
-            for method, op in ops.items():
-                declared = op.setdefault("responses", {})
-                extra = {}
-                if method.upper() in UNSAFE:
-                    extra["403"] = "A browser's write from another origin is refused"
-                if "requestBody" in op:
-                    extra["400"] = "Malformed body: not UTF-8, not JSON, NaN/Infinity, or nested too deep"
-                    extra["413"] = "Request body over the configured size limit"
-                if method.upper() in UNSAFE:
-                    # app.errors: a pool or lock timeout is an overload, answered with Retry-After.
-                    extra["503"] = "The database is overloaded (connection or lock not obtained in time); "
-                    extra["503"] += "nothing was written; retry after Retry-After seconds"
-                for code, text in extra.items():
-                    declared.setdefault(
-                        code, {"description": text, "content": {"application/json": {"schema": envelope}}}
-                    )
-        components.setdefault(
-            "ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
-        )
-        # Every operation that takes a credential can answer 401 (none or invalid) and 403 (role, CSRF).
-        for ops in schema.get("paths", {}).values():
-            for op in ops.values():
-                if op.get("security"):
-                    for status, why in (("401", "No credential, or not a valid one"), ("403", "Not allowed")):
-                        op["responses"].setdefault(
-                            status,
-                            {"description": why, "content": {"application/json": {"schema": envelope}}},
-                        )
-        components.pop("HTTPValidationError", None)
-        components.pop("ValidationError", None)
-        app.openapi_schema = schema
-        return schema
+        app.openapi_schema = _openapi_schema(app)
+        return app.openapi_schema
 
     app.openapi = custom_openapi  # type: ignore[method-assign]
-    return app
+
+
+def _openapi_schema(app: FastAPI) -> dict[str, Any]:
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in EXTRA_SCHEMAS:
+        js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, sub in js.pop("$defs", {}).items():
+            components.setdefault(name, sub)
+        components.setdefault(model.__name__, js)
+    # Request validation errors are rendered in the envelope too: say so instead of FastAPI's default.
+    envelope = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            resp = op.get("responses", {}).get("422")
+            if resp and "HTTPValidationError" in str(resp):
+                resp["content"] = {"application/json": {"schema": envelope}}
+                resp["description"] = "Invalid request or items; every bad field is listed"
+    # What the request guard (app.middleware) answers before any route: declared on every operation.
+    for ops in schema.get("paths", {}).values():
+        for method, op in ops.items():
+            declared = op.setdefault("responses", {})
+            extra = {}
+            if method.upper() in UNSAFE:
+                extra["403"] = "A browser's write from another origin is refused"
+            if "requestBody" in op:
+                extra["400"] = "Malformed body: not UTF-8, not JSON, NaN/Infinity, or nested too deep"
+                extra["413"] = "Request body over the configured size limit"
+            if method.upper() in UNSAFE:
+                # app.errors: a pool or lock timeout is an overload, answered with Retry-After.
+                extra["503"] = "The database is overloaded (connection or lock not obtained in time); "
+                extra["503"] += "nothing was written; retry after Retry-After seconds"
+            for code, text in extra.items():
+                declared.setdefault(
+                    code, {"description": text, "content": {"application/json": {"schema": envelope}}}
+                )
+    components.setdefault(
+        "ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+    )
+    # Every operation that takes a credential can answer 401 (none or invalid) and 403 (role, CSRF).
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            if op.get("security"):
+                for status, why in (("401", "No credential, or not a valid one"), ("403", "Not allowed")):
+                    op["responses"].setdefault(
+                        status,
+                        {"description": why, "content": {"application/json": {"schema": envelope}}},
+                    )
+    components.pop("HTTPValidationError", None)
+    components.pop("ValidationError", None)
+    return schema
 
 
 def __getattr__(name: str) -> Any:
