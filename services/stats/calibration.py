@@ -245,6 +245,59 @@ def question_codes(questions: list[str]) -> tuple[IntArray, int]:
     return codes, len(names)
 
 
+def _check_calibration_args(
+    n_metric: int, n_human: int, n_questions: int, rubric: tuple[float, float], folds: int, confidence: float
+) -> tuple[float, float]:
+    """The rubric range as floats; ValueError for unequal lengths, folds < 2, an empty rubric range or a
+    confidence outside (0, 1)."""
+    if n_metric != n_human or n_questions != n_metric:
+        raise ValueError(
+            f"metric, human and questions must have the same length, got {n_metric}, {n_human}, {n_questions}"
+        )
+    if folds < 2:
+        raise ValueError(f"folds must be at least 2, got {folds}")
+    lo, hi = float(rubric[0]), float(rubric[1])
+    if not lo < hi:
+        raise ValueError(f"rubric range must have min < max, got {rubric}")
+    check_confidence(confidence)
+    return lo, hi
+
+
+def _held_out(
+    x: FloatArray,
+    y: FloatArray,
+    fold: IntArray,
+    folds: int,
+    bounds: tuple[float, float],
+    higher_is_better: bool,
+) -> FloatArray:
+    """Each item's calibrated value by the map fitted on the other folds, in the items' order."""
+    # The fold maps by scikit-learn's algorithm on data sorted once (isotonic_fit_predict).
+    order = np.argsort(x, kind="stable")
+    xs, ys, fs = x[order], y[order], fold[order]
+    held_sorted = np.empty(x.size)
+    for f in range(folds):
+        test = fs == f
+        held_sorted[test] = isotonic_fit_predict(xs[~test], ys[~test], xs[test], bounds, higher_is_better)
+    held_out = np.empty(x.size)
+    held_out[order] = held_sorted
+    return held_out
+
+
+def _full_curve(
+    x: FloatArray, y: FloatArray, bounds: tuple[float, float], higher_is_better: bool
+) -> tuple[CurvePoint, ...]:
+    """The map fitted on every item (the curve shown), by scikit-learn itself."""
+    from sklearn.isotonic import IsotonicRegression
+
+    lo, hi = bounds
+    model = IsotonicRegression(y_min=lo, y_max=hi, increasing=higher_is_better, out_of_bounds="clip")
+    full = model.fit(x, y)
+    return tuple(
+        CurvePoint(float(a), float(b)) for a, b in zip(full.X_thresholds_, full.y_thresholds_, strict=True)
+    )
+
+
 def calibrate(
     metric: ArrayLike,
     human: ArrayLike,
@@ -266,20 +319,8 @@ def calibrate(
     own variability is then small; bench/calibration.py measures both). ValueError for unequal lengths,
     folds < 2, an empty rubric range or a confidence outside (0, 1).
     """
-    from sklearn.isotonic import IsotonicRegression
-
     x_all, y_all = as_vector(metric, "metric"), as_vector(human, "human")
-    if x_all.size != y_all.size or len(questions) != x_all.size:
-        raise ValueError(
-            f"metric, human and questions must have the same length, got "
-            f"{x_all.size}, {y_all.size}, {len(questions)}"
-        )
-    if folds < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}")
-    lo, hi = float(rubric[0]), float(rubric[1])
-    if not lo < hi:
-        raise ValueError(f"rubric range must have min < max, got {rubric}")
-    check_confidence(confidence)
+    lo, hi = _check_calibration_args(x_all.size, y_all.size, len(questions), rubric, folds, confidence)
     keep = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[keep], y_all[keep]
     kept_q = [q for q, k in zip(questions, keep, strict=True) if k]
@@ -312,25 +353,10 @@ def calibrate(
     if is_constant(x):
         return undefined("constant metric: its calibration is a single value, it ranks no item above another")
 
-    def model() -> IsotonicRegression:
-        return IsotonicRegression(y_min=lo, y_max=hi, increasing=higher_is_better, out_of_bounds="clip")
-
     codes, names = question_index(kept_q)
     fold = np.array([fold_of[q] for q in names], dtype=np.int64)[codes]
-    # The fold maps by scikit-learn's algorithm on data sorted once (isotonic_fit_predict); the full map,
-    # for the curve, by scikit-learn itself.
-    order = np.argsort(x, kind="stable")
-    xs, ys, fs = x[order], y[order], fold[order]
-    held_sorted = np.empty(n)
-    for f in range(folds):
-        test = fs == f
-        held_sorted[test] = isotonic_fit_predict(xs[~test], ys[~test], xs[test], (lo, hi), higher_is_better)
-    held_out = np.empty(n)
-    held_out[order] = held_sorted
-    full = model().fit(x, y)
-    curve = tuple(
-        CurvePoint(float(a), float(b)) for a, b in zip(full.X_thresholds_, full.y_thresholds_, strict=True)
-    )
+    held_out = _held_out(x, y, fold, folds, (lo, hi), higher_is_better)
+    curve = _full_curve(x, y, (lo, hi), higher_is_better)
     mae, rmse = _error_figures(held_out - y, np.ones(n), codes, names, confidence)
     if g <= refit_max_questions:
         mae, rmse = _refit_jackknife(
