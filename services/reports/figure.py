@@ -12,10 +12,13 @@ import io
 import re
 import textwrap
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from services.reports import text
 from services.reports.schemas import Analysis, MetricRow, ReportRead
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Format = Literal["svg", "png", "pdf"]
 LIB_COLOURS = {
@@ -132,8 +135,6 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     plt.rcParams["svg.fonttype"] = "none"  # real <text> in the SVG
     panels = [a for a in report.analyses if a.metrics or a.not_computed]
@@ -158,7 +159,28 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     ceiling = report.human_ceiling
     x_lo, x_hi = _x_range(panels, ceiling)
 
+    _head(fig, report, fig_h, warning_lines, note_lines, bool(panels))
     y_top = 1 - head_in / fig_h
+    _draw_panels(fig, panels, panel_rows, heights, (ceiling, x_lo, x_hi), (y_top, fig_h, title_in, ticks_in))
+    _legend(fig, libraries, ceiling, any_group, any_best)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=150 if fmt == "png" else None, metadata=_metadata(fmt))
+    plt.close(fig)
+    data = buf.getvalue()
+    if fmt == "svg":
+        data = _fluid_svg(data)
+    return data
+
+
+def _head(
+    fig: Figure,
+    report: ReportRead,
+    fig_h: float,
+    warning_lines: list[str],
+    note_lines: list[str],
+    any_panel: bool,
+) -> None:
+    """The title, then the warnings and the notes, above the panels."""
     fig.text(
         0.01,
         1 - 0.12 / fig_h,
@@ -175,9 +197,23 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
     for line in note_lines:
         fig.text(0.01, y_text, line, fontsize=FONT - 1, color="#555", va="top")
         y_text -= 0.17 / fig_h
-    if not panels:
+    if not any_panel:
         fig.text(0.5, 0.5, "no metric scores yet", ha="center", va="center", fontsize=FONT + 1)
 
+
+def _draw_panels(
+    fig: Figure,
+    panels: list[Analysis],
+    panel_rows: list[list[_Row]],
+    heights: list[float],
+    x_axis: tuple[float | None, float, float],
+    layout: tuple[float, float, float, float],
+) -> None:
+    """One panel per analysis, top down: its title and verdict, then its axes. ``x_axis``: the human
+    ceiling and the x range; ``layout``: the top of the first panel and the figure's height (figure
+    fraction), then the title and tick label heights (inches)."""
+    ceiling, x_lo, x_hi = x_axis
+    y_top, fig_h, title_in, ticks_in = layout
     for analysis, rows, h in zip(panels, panel_rows, heights, strict=True):
         ax_h = h * ROW_IN
         bottom = y_top - (title_in + ax_h) / fig_h
@@ -202,6 +238,14 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
                 color="#333",
             )
         y_top = bottom - ticks_in / fig_h
+
+
+def _legend(
+    fig: Figure, libraries: list[str], ceiling: float | None, any_group: bool, any_best: bool
+) -> None:
+    """Colours and marks: only the libraries with a point in the figure, the ceiling, group and best."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     handles: list[Line2D | Patch] = [
         Line2D([], [], marker="o", color=LIB_COLOURS.get(lib, "#333"), label=text.library_label(lib))
@@ -228,13 +272,6 @@ def render(report: ReportRead, fmt: Format = "svg") -> bytes:
             frameon=False,
             bbox_to_anchor=(0.5, 0.0),
         )
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=150 if fmt == "png" else None, metadata=_metadata(fmt))
-    plt.close(fig)
-    data = buf.getvalue()
-    if fmt == "svg":
-        data = _fluid_svg(data)
-    return data
 
 
 def _metadata(fmt: Format) -> dict[str, str | None] | None:
