@@ -8,7 +8,7 @@ from html import escape
 
 from services.labels import derived_id
 from services.reports import text
-from services.reports.schemas import MetricItems, ReportRead
+from services.reports.schemas import Analysis, MetricItems, MetricRow, ReportRead
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -87,6 +87,18 @@ def render(
     """The page; ``extra_sections`` (HTML) go after the analyses (the single-run estimates, or the
     comparisons between pooled runs)."""
     runs = text.runs_label(report)
+    parts = _intro(report, runs, links)
+    parts.append(f"<h2>Figure</h2><div class='figure' id='figure'>{svg}</div>")
+    for a in report.analyses:
+        parts.extend(_analysis(a, metric_href))
+    parts.append(_pass_fail(report))
+    parts.extend(_by_type(report))
+    parts.append(extra_sections)
+    return _page(f"ragmeta report — {runs}", parts)
+
+
+def _intro(report: ReportRead, runs: str, links: dict[str, str]) -> list[str]:
+    """The title, warnings and notes, what the reference is, the links and the raters' agreement."""
     parts = [f"<h1>Which metrics track your raters? — {escape(runs)}</h1>", _warnings(report)]
     for note in report.notes:
         parts.append(f"<p class='note'>{escape(note)}</p>")
@@ -108,68 +120,80 @@ def render(
         + "".join(f"<tr><th>{escape(k)}</th><td class='l'>{escape(v)}</td></tr>" for k, v in rows)
         + "</table>"
     )
-    parts.append(f"<h2>Figure</h2><div class='figure' id='figure'>{svg}</div>")
-    for a in report.analyses:
+    return parts
+
+
+def _analysis(a: Analysis, metric_href: Callable[[str], str] | None) -> list[str]:
+    """One analysis: its title and verdict, its table of metrics, the metrics it could not compute."""
+    parts: list[str] = []
+    parts.append(
+        f"<h2 id='analysis-{a.id}'>{a.id}. {escape(a.title)}</h2><p class='muted'>Reference: "
+        f"{escape(a.reference)}" + (f" — {escape(a.note)}" if a.note and a.note != a.verdict else "") + "</p>"
+    )
+    if a.verdict:
+        parts.append(f"<p class='verdict'>Verdict: {_nb(a.verdict)}.</p>")
+    if a.metrics:
         parts.append(
-            f"<h2 id='analysis-{a.id}'>{a.id}. {escape(a.title)}</h2><p class='muted'>Reference: "
-            f"{escape(a.reference)}"
-            + (f" — {escape(a.note)}" if a.note and a.note != a.verdict else "")
-            + "</p>"
+            f"<div class='wide'><table class='analysis' id='table-{a.id}'><tr><th>metric</th>"
+            "<th class='l'>library</th><th>n</th><th class='l'>excluded</th><th>Pearson r [95% CI]</th>"
+            "<th>p</th><th>Spearman ρ [CI]</th><th>Kendall τ-b [CI]</th>"
+            "<th>vs the top metric: Δr, Holm p</th><th class='l'>verdict</th></tr>"
         )
-        if a.verdict:
-            parts.append(f"<p class='verdict'>Verdict: {_nb(a.verdict)}.</p>")
-        if a.metrics:
+        for m in a.metrics:
+            parts.append(_metric_row(a, m, metric_href))
+        parts.append("</table></div>")
+        if any(m.pearson.ci_clipped for m in a.metrics):
+            parts.append("<p class='muted'>* interval clipped to the coefficient's domain [-1, 1].</p>")
+    if a.not_computed:
+        parts.append(
+            f"<table class='not-computed' id='not-computed-{a.id}'><tr><th>not computed</th>"
+            "<th class='l'>metrics</th></tr>"
+        )
+        for reason, names in text.not_computed_groups(a.not_computed):
             parts.append(
-                f"<div class='wide'><table class='analysis' id='table-{a.id}'><tr><th>metric</th>"
-                "<th class='l'>library</th><th>n</th><th class='l'>excluded</th><th>Pearson r [95% CI]</th>"
-                "<th>p</th><th>Spearman ρ [CI]</th><th>Kendall τ-b [CI]</th>"
-                "<th>vs the top metric: Δr, Holm p</th><th class='l'>verdict</th></tr>"
+                f"<tr class='nc'><td class='l'>{escape(reason)}</td><td class='l'>"
+                + ", ".join(f"<span class='metric'>{escape(n)}</span>" for n in names)
+                + "</td></tr>"
             )
-            for m in a.metrics:
-                c = m.comparison
-                label = escape(text.metric_label(m))
-                if metric_href is not None:
-                    label = f"<a href='{escape(metric_href(m.metric))}' title='per-item table'>{label}</a>"
-                classes = []
-                if m.metric == a.top:
-                    classes.append("top")
-                if m.metric in a.top_group and len(a.top_group) > 1:
-                    classes.append("group")
-                cls = f" class='{' '.join(classes)}'" if classes else ""
-                title = f" title='{escape(c.note)}'" if c and c.note else ""
-                coefficients = (m.pearson, m.spearman, m.kendall)
-                if all(x.estimate is None for x in coefficients):
-                    # One cell for the four columns: the reason written once, not three times side by side
-                    # in unbreakable cells that push the table past its column.
-                    why = "; ".join(dict.fromkeys(x.undefined_reason or "no value" for x in coefficients))
-                    stats = f"<td class='l undefined' colspan='4'>{text.UNDEFINED}: {escape(why)}</td>"
-                else:
-                    stats = (
-                        f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
-                        f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
-                    )
-                parts.append(
-                    f"<tr{cls}><td>{label}</td><td class='l'>{escape(text.library_label(m.library))}</td>"
-                    f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>{stats}"
-                    f"<td class='w'{title}>{escape(text.comparison(m))}</td>"
-                    f"<td class='l'>{_nb(text.row_verdict(a, m))}</td></tr>"
-                )
-            parts.append("</table></div>")
-            if any(m.pearson.ci_clipped for m in a.metrics):
-                parts.append("<p class='muted'>* interval clipped to the coefficient's domain [-1, 1].</p>")
-        if a.not_computed:
-            parts.append(
-                f"<table class='not-computed' id='not-computed-{a.id}'><tr><th>not computed</th>"
-                "<th class='l'>metrics</th></tr>"
-            )
-            for reason, names in text.not_computed_groups(a.not_computed):
-                parts.append(
-                    f"<tr class='nc'><td class='l'>{escape(reason)}</td><td class='l'>"
-                    + ", ".join(f"<span class='metric'>{escape(n)}</span>" for n in names)
-                    + "</td></tr>"
-                )
-            parts.append("</table>")
-    parts.append(_pass_fail(report))
+        parts.append("</table>")
+    return parts
+
+
+def _metric_row(a: Analysis, m: MetricRow, metric_href: Callable[[str], str] | None) -> str:
+    """A metric's row in its analysis' table."""
+    c = m.comparison
+    label = escape(text.metric_label(m))
+    if metric_href is not None:
+        label = f"<a href='{escape(metric_href(m.metric))}' title='per-item table'>{label}</a>"
+    classes = []
+    if m.metric == a.top:
+        classes.append("top")
+    if m.metric in a.top_group and len(a.top_group) > 1:
+        classes.append("group")
+    cls = f" class='{' '.join(classes)}'" if classes else ""
+    title = f" title='{escape(c.note)}'" if c and c.note else ""
+    coefficients = (m.pearson, m.spearman, m.kendall)
+    if all(x.estimate is None for x in coefficients):
+        # One cell for the four columns: the reason written once, not three times side by side
+        # in unbreakable cells that push the table past its column.
+        why = "; ".join(dict.fromkeys(x.undefined_reason or "no value" for x in coefficients))
+        stats = f"<td class='l undefined' colspan='4'>{text.UNDEFINED}: {escape(why)}</td>"
+    else:
+        stats = (
+            f"<td>{escape(text.corr(m.pearson))}</td><td>{text.p_value(m.pearson.p_value)}</td>"
+            f"<td>{escape(text.corr(m.spearman))}</td><td>{escape(text.corr(m.kendall))}</td>"
+        )
+    return (
+        f"<tr{cls}><td>{label}</td><td class='l'>{escape(text.library_label(m.library))}</td>"
+        f"<td>{m.n}</td><td class='l'>{escape(text.excluded(m))}</td>{stats}"
+        f"<td class='w'{title}>{escape(text.comparison(m))}</td>"
+        f"<td class='l'>{_nb(text.row_verdict(a, m))}</td></tr>"
+    )
+
+
+def _by_type(report: ReportRead) -> list[str]:
+    """Analysis 1's Pearson r per question type."""
+    parts: list[str] = []
     if report.by_type:
         names = sorted({k for t in report.by_type for k in t.metrics})
         parts.append(
@@ -183,8 +207,7 @@ def render(
             )
             parts.append(f"<tr><td>{escape(t.type)}</td><td>{t.n_items}</td>{cells}</tr>")
         parts.append("</table>")
-    parts.append(extra_sections)
-    return _page(f"ragmeta report — {runs}", parts)
+    return parts
 
 
 def _pct(x: float | None) -> str:
