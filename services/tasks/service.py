@@ -24,7 +24,7 @@ from services.accounts.repository import AccountRepository
 from services.accounts.schemas import RATERS, Role
 from services.accounts.service import rater_for
 from services.errors import Conflict, Forbidden, InvalidItems, ItemError, NotFound
-from services.models import Output, Question, Rating, RatingTask, Rubric, TaskItem, TaskRater
+from services.models import Output, Question, Rating, RatingTask, Rubric, Run, TaskItem, TaskRater, User
 from services.pagination import Page, PageRequest, map_page, page_in_order
 from services.ratings.repository import RatingRepository
 from services.ratings.service import ensure_default_rubric, rubric_read
@@ -113,45 +113,12 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None, *, m
     repo = TaskRepository(session)
     if repo.by_name(data.name) is not None:
         raise Conflict(f"a task named {data.name!r} exists", [ItemError(None, "name", "already taken")])
-    if data.policy == "active" and data.active is None:
-        raise _bad("active", "an active task needs its settings: metric and budget")
-    if data.policy == "active" and data.mode != "pointwise":
-        raise _bad("policy", "the active policy draws the outputs of one run: mode must be pointwise")
-    if data.policy != "active" and data.active is not None:
-        raise _bad("active", "only a task with policy 'active' takes active settings")
-    run = get_run(session, data.run_id)
-    run_b = None
-    if data.mode == "pairwise":
-        if data.run_b_id is None:
-            raise _bad("run_b_id", "a pairwise task compares two runs: give run_b_id")
-        run_b = get_run(session, data.run_b_id)
-        if run_b.id == run.id or run_b.dataset_id != run.dataset_id:
-            raise _bad("run_b_id", "run_b_id must be another run of the same dataset")
-    elif data.run_b_id is not None:
-        raise _bad("run_b_id", "only a pairwise task has a second run")
+    _check_policy(data)
+    run, run_b = _runs(session, data)
     rubric = _rubric(session, data)
     if data.mode == "pointwise":
-        rated_with = {r.name for *_, r in RatingRepository(session).ratings_of_runs([run.id])}
-        if rated_with and rubric.name not in rated_with:
-            raise Conflict(
-                f"run {run.id} is rated with {sorted(rated_with)[0]!r}; one run is rated on one rubric",
-                [ItemError(None, "rubric", f"the run is rated with {sorted(rated_with)[0]}")],
-            )
-
-    errors = []
-    users = AccountRepository(session).users_by_name(data.raters)
-    for i, name in enumerate(data.raters):
-        user = users.get(name)
-        if data.raters.index(name) != i:
-            errors.append(ItemError(i, "raters", f"{name!r} is listed twice"))
-        elif user is None:
-            errors.append(ItemError(i, "raters", f"no account named {name!r}"))
-        elif Role(user.role) not in RATERS or not user.active:
-            errors.append(ItemError(i, "raters", f"{name!r} ({user.role}) cannot be given a rating queue"))
-    if data.per_output is not None and data.per_output > len(data.raters):
-        errors.append(ItemError(None, "per_output", f"more than the {len(data.raters)} rater(s) listed"))
-    if errors:
-        raise InvalidItems(f"{len(errors)} problem(s) with the task's raters", errors)
+        _check_run_rubric(session, run, rubric)
+    users = _rater_accounts(session, data)
 
     outputs_a = {o.question_id: o for o in RunRepository(session).outputs(run.id) if o.answer is not None}
     outputs_b = (
@@ -190,9 +157,81 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None, *, m
             repo.add(TaskRater(task_id=task.id, user_id=uid, order_seed=order_rng.randrange(2**31)))
         repo.flush()
         return task_read(session, task, min_raters=min_raters)
-    given, seeds = assign(units, rater_ids, data.per_output, seed)
+    _fill_queues(session, task, (run_b, seed, data.per_output), rater_ids, units, (outputs_a, outputs_b))
+    return task_read(session, task, min_raters=min_raters)
+
+
+def _check_policy(data: TaskCreate) -> None:
+    if data.policy == "active" and data.active is None:
+        raise _bad("active", "an active task needs its settings: metric and budget")
+    if data.policy == "active" and data.mode != "pointwise":
+        raise _bad("policy", "the active policy draws the outputs of one run: mode must be pointwise")
+    if data.policy != "active" and data.active is not None:
+        raise _bad("active", "only a task with policy 'active' takes active settings")
+
+
+def _runs(session: Session, data: TaskCreate) -> tuple[Run, Run | None]:
+    """The task's run and, for a pairwise task, the other run (of the same dataset)."""
+    run = get_run(session, data.run_id)
+    run_b = None
+    if data.mode == "pairwise":
+        if data.run_b_id is None:
+            raise _bad("run_b_id", "a pairwise task compares two runs: give run_b_id")
+        run_b = get_run(session, data.run_b_id)
+        if run_b.id == run.id or run_b.dataset_id != run.dataset_id:
+            raise _bad("run_b_id", "run_b_id must be another run of the same dataset")
+    elif data.run_b_id is not None:
+        raise _bad("run_b_id", "only a pairwise task has a second run")
+    return run, run_b
+
+
+def _check_run_rubric(session: Session, run: Run, rubric: Rubric) -> None:
+    """One run is rated on one rubric: Conflict when its ratings use another."""
+    rated_with = {r.name for *_, r in RatingRepository(session).ratings_of_runs([run.id])}
+    if rated_with and rubric.name not in rated_with:
+        raise Conflict(
+            f"run {run.id} is rated with {sorted(rated_with)[0]!r}; one run is rated on one rubric",
+            [ItemError(None, "rubric", f"the run is rated with {sorted(rated_with)[0]}")],
+        )
+
+
+def _rater_accounts(session: Session, data: TaskCreate) -> dict[str, User]:
+    """The raters' accounts by name; InvalidItems naming every rater listed twice, unknown or not a rater,
+    and a per_output over the raters listed."""
+    errors = []
+    users = AccountRepository(session).users_by_name(data.raters)
+    for i, name in enumerate(data.raters):
+        user = users.get(name)
+        if data.raters.index(name) != i:
+            errors.append(ItemError(i, "raters", f"{name!r} is listed twice"))
+        elif user is None:
+            errors.append(ItemError(i, "raters", f"no account named {name!r}"))
+        elif Role(user.role) not in RATERS or not user.active:
+            errors.append(ItemError(i, "raters", f"{name!r} ({user.role}) cannot be given a rating queue"))
+    if data.per_output is not None and data.per_output > len(data.raters):
+        errors.append(ItemError(None, "per_output", f"more than the {len(data.raters)} rater(s) listed"))
+    if errors:
+        raise InvalidItems(f"{len(errors)} problem(s) with the task's raters", errors)
+    return users
+
+
+def _fill_queues(
+    session: Session,
+    task: RatingTask,
+    design: tuple[Run | None, int, int | None],
+    rater_ids: list[int],
+    units: list[int],
+    outputs: tuple[dict[int, Output], dict[int, Output]],
+) -> None:
+    """Each rater's queue up front (every output, or ``per_output`` raters each), in that rater's order.
+    ``design``: the other run of a pairwise task, the task's seed, per_output; ``outputs``: each run's
+    answered outputs by question."""
+    repo = TaskRepository(session)
+    run_b, seed, per_output = design
+    outputs_a, outputs_b = outputs
+    given, seeds = assign(units, rater_ids, per_output, seed)
     for uid in rater_ids:
-        if data.mode == "pointwise":
+        if task.mode == "pointwise":
             rater_for(session, uid)  # link the account's rater now, not on its first rating
         repo.add(TaskRater(task_id=task.id, user_id=uid, order_seed=seeds[uid]))
         sides = random.Random(seeds[uid] + 1)
@@ -210,7 +249,6 @@ def create_task(session: Session, data: TaskCreate, created_by: int | None, *, m
                 )
             )
     repo.flush()
-    return task_read(session, task, min_raters=min_raters)
 
 
 def design_warnings(mode: str, per_output: int | None, n_raters: int, min_raters: int) -> list[str]:
