@@ -79,6 +79,11 @@ def _store_counts(session: Session) -> dict[str, list[tuple[Labels, float]]]:
 
 def _gauges(resources: AppResources, store: dict[str, list[tuple[Labels, float]]]) -> list[Gauge]:
     """The families read at scrape time; ``store`` holds the counts this scrape read from the database."""
+    return [*_store_gauges(resources, store), *_judge_gauges(resources), *_app_gauges(resources)]
+
+
+def _store_gauges(resources: AppResources, store: dict[str, list[tuple[Labels, float]]]) -> list[Gauge]:
+    """The database pool, the request slots, and the jobs and job items in the store."""
     engine = resources.core.engine
     pool: Any = engine.pool
 
@@ -97,28 +102,6 @@ def _gauges(resources: AppResources, store: dict[str, list[tuple[Labels, float]]
     def slots() -> Iterable[tuple[Labels, float]]:
         sessions = resources.db_slots.sessions
         return [(("in_use",), float(sessions.borrowed_tokens)), (("total",), float(sessions.total_tokens))]
-
-    gateway = resources.core.scoring.gateway
-
-    def judge(attr: str) -> Iterable[tuple[Labels, float]]:
-        return [((), float(getattr(gateway.totals, attr)))] if gateway is not None else []
-
-    def judge_in_flight() -> Iterable[tuple[Labels, float]]:
-        return [((), float(gateway.in_flight))] if gateway is not None else []
-
-    def caches(attr: str) -> Iterable[tuple[Labels, float]]:
-        return [
-            (("report",), float(getattr(resources.report_cache, attr))),
-            (("section",), float(getattr(resources.section_cache, attr))),
-        ]
-
-    processes = resources.worker_processes
-
-    def workers() -> Iterable[tuple[Labels, float]]:
-        if processes is None:
-            return []
-        alive = sum(1 for p in processes.processes if p.is_alive())
-        return [(("alive",), float(alive)), (("configured",), float(len(processes.processes)))]
 
     items = store["items"]
     return [
@@ -141,6 +124,20 @@ def _gauges(resources: AppResources, store: dict[str, list[tuple[Labels, float]]
             ("status",),
             kind="counter",
         ),
+    ]
+
+
+def _judge_gauges(resources: AppResources) -> list[Gauge]:
+    """The judge gateway's requests in flight and its totals (none without a gateway)."""
+    gateway = resources.core.scoring.gateway
+
+    def judge(attr: str) -> Iterable[tuple[Labels, float]]:
+        return [((), float(getattr(gateway.totals, attr)))] if gateway is not None else []
+
+    def judge_in_flight() -> Iterable[tuple[Labels, float]]:
+        return [((), float(gateway.in_flight))] if gateway is not None else []
+
+    return [
         Gauge(
             "ragmeta_judge_in_flight",
             "Judge requests being answered now (upstream or cache)",
@@ -176,6 +173,27 @@ def _gauges(resources: AppResources, store: dict[str, list[tuple[Labels, float]]
             lambda: judge("failures"),
             kind="counter",
         ),
+    ]
+
+
+def _app_gauges(resources: AppResources) -> list[Gauge]:
+    """The report caches and the embedded worker processes."""
+
+    def caches(attr: str) -> Iterable[tuple[Labels, float]]:
+        return [
+            (("report",), float(getattr(resources.report_cache, attr))),
+            (("section",), float(getattr(resources.section_cache, attr))),
+        ]
+
+    processes = resources.worker_processes
+
+    def workers() -> Iterable[tuple[Labels, float]]:
+        if processes is None:
+            return []
+        alive = sum(1 for p in processes.processes if p.is_alive())
+        return [(("alive",), float(alive)), (("configured",), float(len(processes.processes)))]
+
+    return [
         Gauge(
             "ragmeta_report_cache_hits_total",
             "Reports served from the cache",
