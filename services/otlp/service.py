@@ -161,85 +161,16 @@ def write(session: Session, p: Plan) -> TraceIngestRead:
             "written",
             [ItemError(None, DATASET_HEADER, "documents changed concurrently")],
         )
-    run = repo.run_by_name(ds.id, p.target.run)
-    created_run = run is None
-    if run is None:
-        [run_id] = repo.insert_rows(
-            Run,
-            [{"dataset_id": ds.id, "name": p.target.run, "system": {}, "meta": {"source": "otlp"}}],
-            with_ids=True,
-        )
-    else:
-        run_id = run.id
+    run_id, created_run = _target_run(repo, ds.id, p.target.run)
     lock_run(session, run_id)
-    outputs = p.mapped.outputs
-    wanted = sorted({o.question for o in outputs})
-    found = repo.questions_by_text(ds.id, wanted)
-    ambiguous = {t: qs for t, qs in found.items() if len(qs) > 1}
-    if ambiguous:
-        raise InvalidItems(
-            f"{len(ambiguous)} trace question(s) match several questions of the dataset",
-            [
-                ItemError(
-                    None,
-                    "input.value",
-                    f"{text[:80]!r} is the text of questions "
-                    + ", ".join(repr(q.external_id) for q in qs[:5]),
-                )
-                for text, qs in list(ambiguous.items())[:20]
-            ],
-        )
-    missing = [t for t in wanted if t not in found]
-    taken = repo.taken_external_ids(ds.id, [question_key(t) for t in missing])
-    new_rows: list[dict[str, Any]] = []
-    for t in missing:
-        key = question_key(t)
-        if key in taken:  # the same hash for another text: unlikely, kept apart
-            key = "q-" + hashlib.sha1(t.encode("utf-8")).hexdigest()[:20]
-        new_rows.append(
-            {
-                "dataset_id": ds.id,
-                "external_id": key,
-                "question": t,
-                "reference_answer": None,
-                "answerable": True,
-                "types": [],
-                "meta": {"source": "otlp"},
-            }
-        )
-    new_ids = repo.insert_rows(Question, new_rows, with_ids=True)
-    for row, qid in zip(new_rows, new_ids, strict=True):
-        stored = repo.question(qid)
-        assert stored is not None
-        found[str(row["question"])] = [stored]
-    docs = snap.documents
-    resolved = [
-        ResolvedOutput(
-            question=found[o.question][0],
-            answer=o.answer,
-            chunks=[
-                {
-                    "document": docs[c.doc] if c.doc is not None else None,
-                    "start": c.start,
-                    "end": c.end,
-                    "text": c.text,
-                    "score": c.score,
-                    "location": c.how,
-                    "match_score": c.match_score,
-                }
-                for c in chunks
-            ],
-            generator=_generator(o),
-            default_generator=_generator(o),
-            latency_ms=o.latency_ms,
-        )
-        for o, chunks in zip(outputs, p.chunks, strict=True)
-    ]
+    found, new_rows = _questions(repo, ds.id, p.mapped.outputs)
+    resolved = _resolved(p, found)
     written = write_outputs(session, run_id, resolved)
     unmapped = [
         UnmappedSpan(trace_id=u.trace_id, span_id=u.span_id, name=u.name, kind=u.kind, reason=u.reason)
         for u in p.mapped.unmapped
     ]
+    docs = snap.documents
     notes = []
     if not docs and any(p.chunks):
         notes.append(
@@ -279,3 +210,90 @@ def write(session: Session, p: Plan) -> TraceIngestRead:
         notes=notes,
         partial_success=PartialSuccess(rejected_spans=len(unmapped), error_message=message),
     )
+
+
+def _target_run(repo: TraceRepository, dataset_id: int, name: str) -> tuple[int, bool]:
+    """The id of the dataset's run of this name, created when there is none; and whether it was created."""
+    run = repo.run_by_name(dataset_id, name)
+    if run is not None:
+        return run.id, False
+    [run_id] = repo.insert_rows(
+        Run,
+        [{"dataset_id": dataset_id, "name": name, "system": {}, "meta": {"source": "otlp"}}],
+        with_ids=True,
+    )
+    return run_id, True
+
+
+def _questions(
+    repo: TraceRepository, dataset_id: int, outputs: list[TraceOutput]
+) -> tuple[dict[str, list[Question]], list[dict[str, Any]]]:
+    """The dataset's questions by text for every trace question, those missing inserted (their rows returned
+    too); InvalidItems when a trace question is the text of several questions of the dataset."""
+    wanted = sorted({o.question for o in outputs})
+    found = repo.questions_by_text(dataset_id, wanted)
+    ambiguous = {t: qs for t, qs in found.items() if len(qs) > 1}
+    if ambiguous:
+        raise InvalidItems(
+            f"{len(ambiguous)} trace question(s) match several questions of the dataset",
+            [
+                ItemError(
+                    None,
+                    "input.value",
+                    f"{text[:80]!r} is the text of questions "
+                    + ", ".join(repr(q.external_id) for q in qs[:5]),
+                )
+                for text, qs in list(ambiguous.items())[:20]
+            ],
+        )
+    missing = [t for t in wanted if t not in found]
+    taken = repo.taken_external_ids(dataset_id, [question_key(t) for t in missing])
+    new_rows: list[dict[str, Any]] = []
+    for t in missing:
+        key = question_key(t)
+        if key in taken:  # the same hash for another text: unlikely, kept apart
+            key = "q-" + hashlib.sha1(t.encode("utf-8")).hexdigest()[:20]
+        new_rows.append(
+            {
+                "dataset_id": dataset_id,
+                "external_id": key,
+                "question": t,
+                "reference_answer": None,
+                "answerable": True,
+                "types": [],
+                "meta": {"source": "otlp"},
+            }
+        )
+    new_ids = repo.insert_rows(Question, new_rows, with_ids=True)
+    for row, qid in zip(new_rows, new_ids, strict=True):
+        stored = repo.question(qid)
+        assert stored is not None
+        found[str(row["question"])] = [stored]
+    return found, new_rows
+
+
+def _resolved(p: Plan, found: dict[str, list[Question]]) -> list[ResolvedOutput]:
+    """The plan's outputs with their question and their chunks on the snapshot's documents."""
+    docs = p.snapshot.documents
+    return [
+        ResolvedOutput(
+            question=found[o.question][0],
+            answer=o.answer,
+            chunks=[
+                {
+                    "document": docs[c.doc] if c.doc is not None else None,
+                    "start": c.start,
+                    "end": c.end,
+                    "text": c.text,
+                    "score": c.score,
+                    "location": c.how,
+                    "match_score": c.match_score,
+                }
+                for c in chunks
+            ],
+            generator=_generator(o),
+            default_generator=_generator(o),
+            latency_ms=o.latency_ms,
+        )
+        for o, chunks in zip(p.mapped.outputs, p.chunks, strict=True)
+    ]
