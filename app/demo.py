@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 from types import MappingProxyType
@@ -176,8 +176,8 @@ def summary(
     lines = [f"Demo report ({len(run_ids)} runs pooled, {n_rated} rated outputs):"]
     if report.coverage:
         lines.append(f"  {report.coverage.summary}")
-    res = (report.agreement or {}).get("result") or {}
-    alpha = (res.get("alpha") or {}).get("ordinal") or {}
+    res = report.agreement["result"] if report.agreement else None
+    alpha: Mapping[str, Any] = (res["alpha"].get("ordinal") or {}) if res else {}
     if alpha.get("estimate") is not None:
         ci = text.interval(alpha.get("ci_low"), alpha.get("ci_high"))
         ceiling = (

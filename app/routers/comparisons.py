@@ -71,13 +71,20 @@ async def _pairwise_figure(request: Request, q: PairwiseQuery, fmt: Literal["svg
     return Response(body, media_type=MEDIA[fmt])
 
 
-@router.get("/reports/pairwise.svg", responses={**responses(404, 422), 200: {"content": {MEDIA["svg"]: {}}}})
+def _figure_responses(fmt: Literal["svg", "png"]) -> dict[int | str, dict[str, Any]]:
+    """404/422 and the figure's own media type; with response_class=Response no application/json 200 with
+    an empty schema is advertised beside it."""
+    schema = {"type": "string"} if fmt == "svg" else {"type": "string", "format": "binary"}
+    return {**responses(404, 422), 200: {"content": {MEDIA[fmt]: {"schema": schema}}}}
+
+
+@router.get("/reports/pairwise.svg", responses=_figure_responses("svg"), response_class=Response)
 async def pairwise_svg(request: Request, q: Pairwise) -> Response:
     """The pairwise figure: per metric, r of its difference with the preference and its sign agreement."""
     return await _pairwise_figure(request, q, "svg")
 
 
-@router.get("/reports/pairwise.png", responses={**responses(404, 422), 200: {"content": {MEDIA["png"]: {}}}})
+@router.get("/reports/pairwise.png", responses=_figure_responses("png"), response_class=Response)
 async def pairwise_png(request: Request, q: Pairwise) -> Response:
     return await _pairwise_figure(request, q, "png")
 

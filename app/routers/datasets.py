@@ -34,6 +34,17 @@ _REF = "#/components/schemas/{}"
 Rows = Callable[[Session, PageRequest], Page[dict[str, Any]]]
 
 
+def _export_content(model: str, csv: bool = False) -> dict[str, Any]:
+    """The media types of an export: a JSON list of the import form, JSONL (one import row a line), CSV."""
+    content: dict[str, Any] = {
+        "application/json": {"schema": {"type": "array", "items": {"$ref": _REF.format(model)}}},
+        "application/x-ndjson": {"schema": {"type": "string"}},
+    }
+    if csv:
+        content["text/csv"] = {"schema": {"type": "string"}}
+    return content
+
+
 def _json(item: dict[str, Any]) -> str:
     return json.dumps(item, ensure_ascii=False)
 
@@ -96,7 +107,8 @@ async def import_documents(dataset_id: DatasetId, request: Request, settings: Se
 
 @router.get(
     "/{dataset_id}/documents",
-    responses={**responses(404, 422), **paged_responses({"application/x-ndjson": {}})},
+    responses={**responses(404, 422), **paged_responses(_export_content("DocumentCreate"))},
+    response_class=Response,
     openapi_extra=paged_extra(),
 )
 def export_documents(
@@ -133,7 +145,8 @@ async def import_questions(dataset_id: DatasetId, request: Request, settings: Se
 
 @router.get(
     "/{dataset_id}/questions",
-    responses={**responses(404, 422), **paged_responses({"application/x-ndjson": {}, "text/csv": {}})},
+    responses={**responses(404, 422), **paged_responses(_export_content("QuestionCreate", csv=True))},
+    response_class=Response,
     openapi_extra=paged_extra(),
 )
 def export_questions(

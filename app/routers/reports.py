@@ -19,7 +19,7 @@ from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
 from services.reports.cache import ReportCache
-from services.reports.schemas import MetricItems, ReportRead
+from services.reports.schemas import AgreementRead, MetricItems, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 from services.telemetry import timed
@@ -182,10 +182,10 @@ _CSV: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/runs/{run_id}/agreement", responses=responses(404, 422))
+@router.get("/runs/{run_id}/agreement", response_model=AgreementRead, responses=responses(404, 422))
 async def agreement(
     run_id: RunId, request: Request, settings: SettingsDep, seed: SeedQuery = 0
-) -> dict[str, Any]:
+) -> AgreementRead:
     """Inter-rater agreement: pairwise Pearson/Spearman, Krippendorff's α with a bootstrap CI, ICCs,
     quadratic κ (two raters), exact and ±1 agreement, and the ceiling sqrt(ICC(A,k))."""
     return await _compute(request, render.agreement, [run_id], seed)  # type: ignore[no-any-return]
@@ -229,50 +229,59 @@ async def _page(request: Request, run_ids: list[int], params: ReportParams) -> H
     return with_inline_styles(HTMLResponse(await _compute(request, render.page, report, run_ids, extra)))
 
 
-_SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {}}}}
-_PNG = {**responses(404, 422), 200: {"content": {"image/png": {}}}}
-_PDF = {**responses(404, 422), 200: {"content": {"application/pdf": {}}}}
-_HTML = {**responses(404, 422), 200: {"content": {"text/html": {}}}}
+# Non-JSON bodies: response_class=Response (no media type of its own, so errors stay application/json)
+# keeps FastAPI from advertising an application/json 200 with an empty schema; each route returns its own
+# Response, so what it sends is unchanged.
+_SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {"schema": {"type": "string"}}}}}
+_PNG = {
+    **responses(404, 422),
+    200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}},
+}
+_PDF = {
+    **responses(404, 422),
+    200: {"content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}}},
+}
+_HTML = {**responses(404, 422), 200: {"content": {"text/html": {"schema": {"type": "string"}}}}}
 
 
-@router.get("/runs/{run_id}/report.svg", responses=_SVG)
+@router.get("/runs/{run_id}/report.svg", responses=_SVG, response_class=Response)
 async def report_svg(run_id: RunId, request: Request, params: ParamsDep) -> Response:
     """The figure: one row per metric grouped by library, point and CI, zero line, human ceiling."""
     return await _figure(request, [run_id], params, "svg")
 
 
-@router.get("/runs/{run_id}/report.png", responses=_PNG)
+@router.get("/runs/{run_id}/report.png", responses=_PNG, response_class=Response)
 async def report_png(run_id: RunId, request: Request, params: ParamsDep) -> Response:
     return await _figure(request, [run_id], params, "png")
 
 
-@router.get("/runs/{run_id}/report.pdf", responses=_PDF)
+@router.get("/runs/{run_id}/report.pdf", responses=_PDF, response_class=Response)
 async def report_pdf(run_id: RunId, request: Request, params: ParamsDep) -> Response:
     return await _figure(request, [run_id], params, "pdf")
 
 
-@router.get("/runs/{run_id}/report.html", responses=_HTML)
+@router.get("/runs/{run_id}/report.html", responses=_HTML, response_class=Response)
 async def report_html(run_id: RunId, request: Request, params: ParamsDep) -> HTMLResponse:
     """The report as one page readable without JavaScript: agreement, figure, tables."""
     return await _page(request, [run_id], params)
 
 
-@router.get("/report.svg", responses=_SVG)
+@router.get("/report.svg", responses=_SVG, response_class=Response)
 async def pooled_svg(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
     return await _figure(request, _run_ids(runs), params, "svg")
 
 
-@router.get("/report.png", responses=_PNG)
+@router.get("/report.png", responses=_PNG, response_class=Response)
 async def pooled_png(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
     return await _figure(request, _run_ids(runs), params, "png")
 
 
-@router.get("/report.pdf", responses=_PDF)
+@router.get("/report.pdf", responses=_PDF, response_class=Response)
 async def pooled_pdf(request: Request, params: ParamsDep, runs: RunsQuery) -> Response:
     return await _figure(request, _run_ids(runs), params, "pdf")
 
 
-@router.get("/report.html", responses=_HTML)
+@router.get("/report.html", responses=_HTML, response_class=Response)
 async def pooled_html(request: Request, params: ParamsDep, runs: RunsQuery) -> HTMLResponse:
     return await _page(request, _run_ids(runs), params)
 
@@ -291,7 +300,7 @@ async def metric_items(run_id: RunId, metric: MetricPath, request: Request, para
     return await _compute(request, render.items, [run_id], metric, params.kwargs)  # type: ignore[no-any-return]
 
 
-@router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_HTML)
+@router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_HTML, response_class=Response)
 async def metric_items_html(
     run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep
 ) -> HTMLResponse:
@@ -307,7 +316,7 @@ async def pooled_metric_items(
     return await _compute(request, render.items, _run_ids(runs), metric, params.kwargs)  # type: ignore[no-any-return]
 
 
-@router.get("/report/metrics/{metric}/items.html", responses=_HTML)
+@router.get("/report/metrics/{metric}/items.html", responses=_HTML, response_class=Response)
 async def pooled_metric_items_html(
     metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
 ) -> HTMLResponse:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.deps import CommittingRoute, RunId, SessionDep, SettingsDep, run_in_session
@@ -62,9 +63,22 @@ async def import_scores(
     )
 
 
+class ScoreTable(BaseModel):
+    """The JSON form of a run's score table (documents the streamed body; the route writes it itself)."""
+
+    columns: list[str] = Field(description="output_id, question_id, then each metric column and its .error")
+    configs: dict[str, dict[str, Any]] = Field(description="each metric column's recorded configuration")
+    rows: list[dict[str, float | int | str | None]] = Field(description="one per output, keyed by column")
+
+
+_SCORES = paged_responses({"text/csv": {"schema": {"type": "string"}}})
+_SCORES[200]["model"] = ScoreTable
+
+
 @router.get(
     "/runs/{run_id}/scores",
-    responses={**responses(404, 422), **paged_responses({"text/csv": {}})},
+    responses={**responses(404, 422), **_SCORES},
+    response_class=Response,
     openapi_extra=paged_extra(),
 )
 def get_scores(

@@ -275,7 +275,7 @@ def finish(report: ReportRead, statuses: list[MetricStatus] | None = None) -> Re
                 warnings.append(
                     ReportWarning(code="failed_scores", scope=s.metric, message=f"{s.metric}: {s.reason}")
                 )
-    raters = set((report.agreement or {}).get("raters") or [])
+    raters = set(report.agreement["raters"] if report.agreement else [])
     if raters & set(ILLUSTRATIVE_RATERS) and ILLUSTRATIVE_NOTE not in report.notes:
         report.notes.append(ILLUSTRATIVE_NOTE)
     if report.human_ceiling is not None and not math.isfinite(report.human_ceiling):

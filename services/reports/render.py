@@ -15,7 +15,7 @@ from services.reports.drilldown import metric_items
 from services.reports.estimate_render import page_sections, why_not_computed
 from services.reports.estimate_schemas import RunEstimate
 from services.reports.estimates import build_estimate
-from services.reports.schemas import MetricItems, ReportRead
+from services.reports.schemas import AgreementRead, MetricItems, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
 from services.reports.stability import page_section as stability_section
 
@@ -24,7 +24,7 @@ def report(session: Session, settings: Settings, run_ids: list[int], kwargs: dic
     return build_report(session, settings, run_ids, **kwargs)
 
 
-def agreement(session: Session, settings: Settings, run_ids: list[int], seed: int) -> dict[str, Any]:
+def agreement(session: Session, settings: Settings, run_ids: list[int], seed: int) -> AgreementRead:
     return agreement_block(session, settings, run_ids, seed)
 
 
@@ -68,11 +68,11 @@ def items_href(run_ids: list[int], metric: str) -> str:
 
 def section_options(rep: ReportRead) -> dict[str, int]:
     """k, seed and resamples of the sections beside the report: the report's own."""
-    boot = rep.bootstrap or {}
+    boot = rep.bootstrap
     return {
         "k": int(rep.filters.get("k") or 5),
-        "seed": int(boot.get("seed", 0)),
-        "n_resamples": int(boot.get("n_resamples", 2000)),
+        "seed": int(boot["seed"]) if boot else 0,
+        "n_resamples": int(boot["n_resamples"]) if boot else 2000,
     }
 
 

@@ -1,8 +1,143 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+# The report's blocks built as plain dicts (the statistics layer's dataclasses through ``asdict``) are typed
+# as TypedDicts: pydantic validates and documents them, and they stay dicts, so the JSON is what it was.
+
+
+class ReportFilters(TypedDict):
+    """The report's query: k, question types, answerable, interval rule, pass threshold."""
+
+    k: int
+    types: list[str]
+    answerable: bool | None
+    ci: str
+    pass_threshold: float | None
+
+
+class ReferenceScore(TypedDict):
+    """How the human reference score of an item is formed, and how many items have one."""
+
+    method: str
+    min_raters: int
+    n_items: int
+    n_with_reference: int
+    n_without: dict[str, int]
+
+
+class BootstrapInfo(TypedDict):
+    """The bootstrap behind the intervals (absent where they are analytic)."""
+
+    method: str
+    paired_by: str
+    seed: int
+    n_resamples: int
+
+
+class RubricRange(TypedDict):
+    name: str
+    min: int
+    max: int
+
+
+class CorrelationRead(TypedDict):
+    """A correlation with its interval (stats.CorrelationResult)."""
+
+    method: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n: int
+    ci_method: str | None
+    undefined_reason: str | None
+    n_dropped: int
+    confidence: float
+    ci_undefined_reason: str | None
+    p_method: str
+    n_clusters: int | None
+
+
+class AlphaRead(TypedDict):
+    """Krippendorff's alpha at one level of measurement (stats.AlphaResult)."""
+
+    level: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_items: int
+    n_resamples: int
+    n_resamples_undefined: int
+    undefined_reason: str | None
+    ci_undefined_reason: str | None
+
+
+class IccRead(TypedDict):
+    """One intraclass correlation (stats.IccResult)."""
+
+    kind: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    f_statistic: float | None
+    df1: int
+    df2: int
+    p_value: float | None
+
+
+class RaterPairRead(TypedDict):
+    """Agreement of two raters on the items both rated (stats.RaterPair)."""
+
+    rater_a: str
+    rater_b: str
+    n_items: int
+    exact_count: int
+    exact: float | None
+    within_one_count: int
+    within_one: float | None
+    pearson: CorrelationRead
+    spearman: CorrelationRead
+
+
+class AgreementResultRead(TypedDict):
+    """Inter-rater agreement of the used outputs (stats.AgreementResult)."""
+
+    rater_names: list[str]
+    scale_min: int
+    scale_max: int
+    n_items: int
+    n_items_used: int
+    n_items_excluded: int
+    exclusion_reason: str | None
+    alpha: dict[str, AlphaRead]
+    icc: dict[str, IccRead]
+    icc_n_items: int
+    icc_n_items_excluded: int
+    icc_exclusion_reason: str | None
+    icc_undefined_reason: str | None
+    kappa_quadratic: float | None
+    kappa_undefined_reason: str | None
+    pairs: list[RaterPairRead]
+    attenuation_ceiling: float | None
+
+
+class AgreementRead(TypedDict):
+    """Inter-rater agreement over the runs' outputs; ``result`` is None with ``undefined_reason``."""
+
+    runs: list[int]
+    notes: list[str]
+    rubric: RubricRange | None
+    raters: list[str]
+    n_rated_outputs: int
+    n_used: int
+    n_excluded_under_min_raters: int
+    min_raters: int
+    result: AgreementResultRead | None
+    undefined_reason: str | None
 
 
 class Corr(BaseModel):
@@ -243,13 +378,13 @@ class ReportRead(BaseModel):
     dataset_id: int
     runs: list[RunInfo]
     notes: list[str]
-    filters: dict[str, Any]
-    reference_score: dict[str, Any]
-    agreement: dict[str, Any] | None
+    filters: ReportFilters
+    reference_score: ReferenceScore
+    agreement: AgreementRead | None
     human_ceiling: float | None = Field(description="sqrt(ICC(A,k)): the most any metric can correlate")
     analyses: list[Analysis]
     by_type: list[TypeBreakdown]
-    bootstrap: dict[str, Any] | None = None
+    bootstrap: BootstrapInfo | None = None
     human_ceiling_undefined_reason: str | None = None
     warnings: list[ReportWarning] = Field(default_factory=list)
     metric_status: list[MetricStatus] = Field(

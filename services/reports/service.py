@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -19,6 +19,8 @@ from services.ratings.service import RatingTable, rating_table
 from services.reports import coverage, honesty
 from services.reports.data import Column, Item, ReportData, gather
 from services.reports.schemas import (
+    AgreementRead,
+    AgreementResultRead,
     Analysis,
     Comparison,
     Corr,
@@ -100,7 +102,7 @@ def run_notes(run: Run) -> list[str]:
 
 def agreement_block(
     session: Session, settings: Settings, run_ids: list[int], seed: int = 0, table: RatingTable | None = None
-) -> dict[str, Any]:
+) -> AgreementRead:
     """Inter-rater agreement over the runs' outputs (items), excluding outputs under the minimum raters.
     ``table``: the runs' ratings when already read (a report reads them once)."""
     runs = [get_run(session, rid) for rid in run_ids]
@@ -109,7 +111,7 @@ def agreement_block(
     min_raters = settings.ratings.min_raters
     flagged = [oid for oid in table.output_ids if len(table.scores[oid]) < min_raters]
     used = [oid for oid in table.output_ids if len(table.scores[oid]) >= min_raters]
-    block: dict[str, Any] = {
+    block: AgreementRead = {
         "runs": [r.id for r in runs],
         "notes": sorted({n for r in runs for n in run_notes(r)}),
         "rubric": None,
@@ -138,7 +140,8 @@ def agreement_block(
         [[table.scores[oid].get(r, np.nan) for oid in used] for r in table.raters], dtype=np.float64
     )
     result = stats.agreement(matrix, table.raters, table.rubric.min_score, table.rubric.max_score, seed=seed)
-    block["result"] = asdict(result)
+    # asdict gives the dataclasses' fields; AgreementResultRead names the same ones (ReportRead validates it)
+    block["result"] = cast(AgreementResultRead, asdict(result))
     return block
 
 
@@ -658,8 +661,8 @@ def build_report(
         mode,
     )
     agreement = agreement_block(session, settings, run_ids, seed, data.ratings)
-    result = agreement.get("result") or {}
-    ceiling = result.get("attenuation_ceiling")
+    result = agreement["result"]
+    ceiling = result["attenuation_ceiling"] if result else None
     by_type = []
     all_types = sorted({t for it in items for t in it.types})
     for t in all_types:

@@ -5,6 +5,7 @@ it on the JSON it receives."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from services.reports.schemas import Analysis, Corr, Figure, MetricRow, NotComputed, PassFailRow, ReportRead
@@ -135,7 +136,7 @@ def not_computed_groups(items: list[NotComputed]) -> list[tuple[str, list[str]]]
 
 
 def agreement_rows(
-    block: dict[str, Any] | None, ceiling: float | None, ceiling_why: str | None
+    block: Mapping[str, Any] | None, ceiling: float | None, ceiling_why: str | None
 ) -> list[tuple[str, str]]:
     """(label, value) pairs for the inter-rater agreement, every undefined figure with its reason."""
     if not block:
@@ -208,7 +209,7 @@ def agreement_rows(
     return rows
 
 
-def filters(f: dict[str, Any]) -> str:
+def filters(f: Mapping[str, Any]) -> str:
     types = ", ".join(f.get("types") or []) or "all question types"
     answerable = {None: "all questions", True: "answerable questions only", False: "unanswerable only"}
     ci = {"bca": "paired BCa bootstrap CIs", "auto": "CIs by ci=auto"}.get(
