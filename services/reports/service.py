@@ -598,6 +598,74 @@ def _pass_fail(
     return PassFail(title=title, human_threshold=threshold, threshold_rule=rule, metrics=rows, note=note)
 
 
+def _recall_analysis(
+    data: ReportData,
+    items: list[Item],
+    retrieval: list[Column],
+    ref_name: str,
+    mode: IntervalMode,
+    k: int,
+) -> Analysis:
+    """Analysis 2: retrieval metrics against word-level recall@k, or why it is not computed."""
+    ref_col = data.columns.get(ref_name)
+    if ref_col is None:
+        return Analysis(
+            id=2,
+            title=TITLES[2].format(k=k),
+            reference=ref_name,
+            metrics=[],
+            best=None,
+            note=f"{ref_name} is not computed for these runs; run a scoring job with it",
+        )
+    recall: dict[int, float | None] = {it.output_id: ref_col.values.get(it.output_id) for it in items}
+    recall_missing = {
+        oid: f"reference recall {ref_col.missing.get(oid, 'not scored')}"
+        for oid, v in recall.items()
+        if v is None
+    }
+    others = [c for c in retrieval if c.name != ref_name]
+    return _analysis(2, ref_name, items, others, recall, recall_missing, mode, k)
+
+
+def _by_type(
+    items: list[Item],
+    overall: list[Column],
+    human: dict[int, float | None],
+    human_missing: dict[int, str],
+    mode: IntervalMode,
+) -> list[TypeBreakdown]:
+    """Pearson of each overall metric with the human reference score within each question type."""
+    by_type: list[TypeBreakdown] = []
+    all_types = sorted({t for it in items for t in it.types})
+    for t in all_types:
+        sub = [it for it in items if t in it.types]
+        metrics = {}
+        rated = [it for it in sub if human.get(it.output_id) is not None]
+        h = np.array([human[it.output_id] for it in rated], dtype=np.float64)
+        columns = {}
+        for col in overall:
+            x, _, _ = _vectors(sub, col, human, human_missing)
+            if x.size >= 3 and stats.near_constant(x):
+                metrics[col.name] = _undefined("near-constant metric on this type")
+            else:
+                columns[col.name] = np.array([col.values.get(it.output_id, np.nan) for it in rated])
+        type_mode = replace(mode, bootstrap=mode.clustered)  # Pearson only: Fisher unless questions repeat
+        questions = [it.question_id for it in rated]
+        res = stats.correlations_many(
+            columns,
+            h,
+            "pearson",
+            ci=_coefficient_ci(type_mode),
+            n_resamples=mode.n_resamples,
+            seed=mode.seed,
+            clusters=questions if mode.clustered else None,
+        )
+        metrics.update({name: _corr_of(r) for name, r in res.items()})
+        metrics = {col.name: metrics[col.name] for col in overall}
+        by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
+    return by_type
+
+
 def build_report(
     session: Session,
     settings: Settings,
@@ -629,27 +697,7 @@ def build_report(
     n_questions = len({it.question_id for it in items})
     mode = interval_mode(ci, len(items), n_questions, n_resamples, seed)
     analyses = [_analysis(1, "human reference score", items, overall, human, human_missing, mode, k)]
-    ref_col = data.columns.get(ref_name)
-    if ref_col is None:
-        analyses.append(
-            Analysis(
-                id=2,
-                title=TITLES[2].format(k=k),
-                reference=ref_name,
-                metrics=[],
-                best=None,
-                note=f"{ref_name} is not computed for these runs; run a scoring job with it",
-            )
-        )
-    else:
-        recall: dict[int, float | None] = {it.output_id: ref_col.values.get(it.output_id) for it in items}
-        recall_missing = {
-            oid: f"reference recall {ref_col.missing.get(oid, 'not scored')}"
-            for oid, v in recall.items()
-            if v is None
-        }
-        others = [c for c in retrieval if c.name != ref_name]
-        analyses.append(_analysis(2, ref_name, items, others, recall, recall_missing, mode, k))
+    analyses.append(_recall_analysis(data, items, retrieval, ref_name, mode, k))
     analyses.append(_analysis(3, "human reference score", items, retrieval, human, human_missing, mode, k))
     rubric = data.ratings.rubric
     pass_fail = _pass_fail(
@@ -663,34 +711,7 @@ def build_report(
     agreement = agreement_block(session, settings, run_ids, seed, data.ratings)
     result = agreement["result"]
     ceiling = result["attenuation_ceiling"] if result else None
-    by_type = []
-    all_types = sorted({t for it in items for t in it.types})
-    for t in all_types:
-        sub = [it for it in items if t in it.types]
-        metrics = {}
-        rated = [it for it in sub if human.get(it.output_id) is not None]
-        h = np.array([human[it.output_id] for it in rated], dtype=np.float64)
-        columns = {}
-        for col in overall:
-            x, _, _ = _vectors(sub, col, human, human_missing)
-            if x.size >= 3 and stats.near_constant(x):
-                metrics[col.name] = _undefined("near-constant metric on this type")
-            else:
-                columns[col.name] = np.array([col.values.get(it.output_id, np.nan) for it in rated])
-        type_mode = replace(mode, bootstrap=mode.clustered)  # Pearson only: Fisher unless questions repeat
-        questions = [it.question_id for it in rated]
-        res = stats.correlations_many(
-            columns,
-            h,
-            "pearson",
-            ci=_coefficient_ci(type_mode),
-            n_resamples=mode.n_resamples,
-            seed=mode.seed,
-            clusters=questions if mode.clustered else None,
-        )
-        metrics.update({name: _corr_of(r) for name, r in res.items()})
-        metrics = {col.name: metrics[col.name] for col in overall}
-        by_type.append(TypeBreakdown(type=t, n_items=len(sub), metrics=metrics))
+    by_type = _by_type(items, overall, human, human_missing, mode)
     n_ref = sum(1 for it in items if it.human is not None)
     notes = sorted({n for r in runs for n in run_notes(r)}) + retired_notes(data) + judge_notes(data)
     report = ReportRead(
