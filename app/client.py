@@ -293,7 +293,8 @@ def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
 def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
     job = check(c.get(f"/jobs/{args.job}"))
     if job["status"] in ("done", "failed", "cancelled"):
-        print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
+        # The same last line as following it to its end: a job that ended before `wait` reads alike.
+        print(f"{job['kind']}: {job['status']} (job {job['id']}; {job['done']} done, {job['failed']} failed)")
         if job["status"] != "done":
             raise JobEnded(f"job {job['id']} ended {job['status']}")
         return

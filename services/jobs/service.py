@@ -6,7 +6,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from services.config import Settings
@@ -22,6 +22,16 @@ from services.pagination import Page, PageRequest, map_page, take
 class ItemErrorRead(BaseModel):
     item: str
     error: str
+
+
+class JobParams(BaseModel):
+    """What every job kind's params may carry beside its own."""
+
+    request_id: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="the request id (X-Request-ID or traceparent) of the request that started the job",
+    )
 
 
 class JobProgress(BaseModel):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from services.jobs.service import JobProgress
+from services.jobs.service import JobParams, JobProgress
 from services.retrieval.segment import WordRule
 
 
@@ -15,7 +15,7 @@ def _absent(value: object) -> bool:
     return value is None
 
 
-class ScoringJobParams(BaseModel):
+class ScoringJobParams(JobParams):
     run_id: int
     metrics: list[str] = Field(description="the metrics' full names")
     k: int

@@ -4,7 +4,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.jobs.service import JobProgress
+from services.jobs.service import JobParams, JobProgress
 from services.types import Int
 
 Mode = Literal["hybrid", "bm25", "dense"]
@@ -69,7 +69,7 @@ class GenerateRequest(BaseModel):
     )
 
 
-class IndexJobParams(BaseModel):
+class IndexJobParams(JobParams):
     dataset_id: int
     force: bool
 
@@ -97,7 +97,7 @@ class IndexJobRead(JobProgress):
     summary: IndexJobSummary
 
 
-class GenerateJobParams(BaseModel):
+class GenerateJobParams(JobParams):
     run_id: int
     regenerate: bool
 

@@ -23,6 +23,9 @@ PUBLIC = {"public"}
 
 POLICY: dict[str, set[str]] = {
     "healthz": PUBLIC,
+    "livez": PUBLIC,
+    "readyz": PUBLIC,
+    "prometheus_metrics": PUBLIC,
     "list_datasets": READ,
     "create_dataset": WRITE,
     "get_dataset": READ,

@@ -83,7 +83,7 @@ def test_many_raters_at_once(settings: Settings, engine: Any) -> None:
             created = [f.result().status_code for f in extra_tasks]
         assert created == [201] * 4
         assert statuses.count(303) == RATERS // 2 * ITEMS and statuses.count(200) == RATERS // 2 * ITEMS
-        stored = api.get(f"/runs/{run}/ratings").json()
+        stored = api.get(f"/runs/{run}/ratings", params={"limit": 1000}).json()
         dashboard = api.get(f"/tasks/{task}/dashboard").json()
         keys = api.get("/keys").json()
     assert len(stored) == RATERS * ITEMS

@@ -70,7 +70,7 @@ async def _post_all(live: Live, requests: list[tuple[str, dict[str, Any]]]) -> l
 
 
 def _ratings(live: Live, run: int) -> list[dict[str, Any]]:
-    r = httpx.get(f"{live.url}/runs/{run}/ratings", headers=live.headers, timeout=HANG_GUARD_S)
+    r = httpx.get(f"{live.url}/runs/{run}/ratings?limit=1000", headers=live.headers, timeout=HANG_GUARD_S)
     assert r.status_code == 200, r.text
     return list(r.json())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import insert, inspect, make_url, text
+from sqlalchemy import MetaData, Table, insert, inspect, make_url, text
 
 from app.main import create_app
 from app.settings import Settings
@@ -136,7 +136,8 @@ def test_preference_versions_are_filled_in_only_where_certain(database_url: str,
             )
         )
         conn.execute(
-            insert(t["rating_task"]).values(
+            # The table as it is at 0006 (the model has columns added since, with defaults of their own).
+            insert(Table("rating_task", MetaData(), autoload_with=conn)).values(
                 id=1,
                 name="t",
                 mode="pairwise",
