@@ -1,6 +1,6 @@
 """Coverage of the held-out MAE and RMSE intervals of services/stats/calibration.py (jackknife-t by question).
 
-Simulated studies on tied 1-5 ratings (STATS.md section 2): latent z ~ N(0, 1); R = 3 or 5 raters rate
+Simulated studies on tied 1-5 ratings: latent z ~ N(0, 1); R = 3 or 5 raters rate
 cut(z + N(0, 0.6^2)) at -1, -0.3, 0.4, 1.1; the reference H is their mean; the metric is a 0-1 score
 clip((e^{0.8 zm} - e^{0.8 q20}) / (e^{0.8 q90} - e^{0.8 q20}), 0, 1) rounded to 0.01 with
 zm = rho z + sqrt(1 - rho^2) e (rho = 0.7).
