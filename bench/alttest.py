@@ -2,7 +2,7 @@
 and how often it does when it should.
 
 Simulated studies on tied 1-5 ratings: a latent quality z ~ N(0, 1) per output; R raters each rate
-cut(z + N(0, 0.6^2)) at -1, -0.3, 0.4, 1.1 (STATS.md section 2's cut points). The metric is on the rubric's
+cut(z + N(0, 0.6^2)) at the cut points -1, -0.3, 0.4, 1.1. The metric is on the rubric's
 scale already (continuous, no calibration in this bench): f = c(z) + N(0, s^2), c(z) = the expected rating
 given z (1 + sum_j Phi((z - cut_j) / 0.6)), i.e. the raters' consensus.
 
