@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,28 +27,14 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
+from bench.baseline import extract, free_port  # noqa: E402
 from bench.imports import team_data  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def extract(rev: str) -> Path:
-    """The tree of ``rev`` in a temporary directory (git archive)."""
-    base = Path(tempfile.mkdtemp()) / "baseline"
-    base.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    return base
 
 
 def measure(root: Path, data: Any) -> tuple[float, float, dict[str, Any]]:
     """(first import s, unchanged re-import s, the re-import's report) with the code under ``root``."""
     tmp = Path(tempfile.mkdtemp())
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(root),

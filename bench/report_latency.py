@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # not shadow the coverage package, which numba imports.
 sys.path[0] = str(ROOT)
 
+from bench.baseline import extract  # noqa: E402
+
 
 def build_team_run(url: str, n: int) -> int:
     """bench/imports.py's run, imported through the service: n outputs x 5 chunks, 2 raters, 5 metrics."""
@@ -123,12 +125,7 @@ def _in_fresh_process(root: str, url: str, run_id: int, repeat: int, warm: bool)
 
 
 def team(args: argparse.Namespace) -> None:
-    base = Path(tempfile.mkdtemp()) / "baseline"
-    base.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", args.baseline], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    base = extract(args.baseline)
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()

@@ -22,7 +22,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,21 +31,11 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[0] = str(ROOT)
+
+from bench.baseline import extract, free_port  # noqa: E402
+
 PAGE = "/runs/1/report.html"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def extract(rev: str) -> Path:
-    base = Path(tempfile.mkdtemp()) / "baseline"
-    base.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    return base
 
 
 def _env(root: Path, data: Path) -> dict[str, str]:
@@ -87,7 +76,7 @@ def prepare_demo() -> Path:
     """A data directory with the demo stored by this tree's `ragmeta run` (stopped after its summary)."""
     data = Path(tempfile.mkdtemp()) / "demo"
     data.mkdir()
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "app.cli", "run", "--port", str(port)]
     log = data.parent / "prepare.log"
     with log.open("wb") as out:
@@ -106,7 +95,7 @@ def prepare_demo() -> Path:
 def restart(root: Path, demo: Path, with_demo: bool) -> dict[str, float]:
     data = Path(tempfile.mkdtemp()) / "data"
     shutil.copytree(demo, data)
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "app.cli", "run", "--port", str(port)] + ([] if with_demo else ["--no-demo"])
     t0 = time.monotonic()
     proc = subprocess.Popen(
