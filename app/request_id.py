@@ -35,6 +35,9 @@ def request_id_of(headers: dict[str, str]) -> str:
 
 
 class RequestId:
+    """Each HTTP request's id (set for its log lines, returned in X-Request-ID), its access line, and its
+    count and latency in the Prometheus families, by route template."""
+
     def __init__(self, app: ASGIApp, fastapi_app: FastAPI) -> None:
         self.app = app
         self.fastapi_app = fastapi_app
@@ -60,6 +63,10 @@ class RequestId:
             await self.app(scope, receive, sending)
         finally:
             route = str(getattr(scope.get("route"), "path", "")) or "unmatched"
+            seconds = time.perf_counter() - started
+            telemetry = resources_of(self.fastapi_app).telemetry
+            telemetry.requests.inc(scope["method"], route, str(status))
+            telemetry.latency.observe(seconds, scope["method"], route)
             access.info(
                 "%s %s %d",
                 scope["method"],
@@ -69,7 +76,7 @@ class RequestId:
                     "method": scope["method"],
                     "route": route,
                     "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "duration_ms": round(seconds * 1000, 2),
                 },
             )
             REQUEST_ID.reset(token)

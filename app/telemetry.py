@@ -16,20 +16,17 @@ matched no route are labelled ``unmatched``, so that a scan of random URLs canno
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.middleware import ASGIApp, Message, Receive, Scope, Send
-from app.resources import AppResources, get_resources, resources_of
+from app.resources import AppResources, get_resources
 from services.db import run_transaction
-from services.models import Job, JobItem
+from services.jobs.repository import JobRepository
 from services.telemetry import Gauge, Labels, Telemetry
 
 PATH = "/-/metrics"
@@ -38,42 +35,11 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 router = APIRouter(tags=["health"])
 
 
-class RequestMetrics:
-    """Counts every HTTP request and times it until its last body byte was sent."""
-
-    def __init__(self, app: ASGIApp, fastapi_app: FastAPI) -> None:
-        self.app = app
-        self.fastapi_app = fastapi_app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            route = scope.get("route")
-            template = str(getattr(route, "path", "")) or "unmatched"
-            telemetry = resources_of(self.fastapi_app).telemetry
-            telemetry.requests.inc(scope["method"], template, str(status))
-            telemetry.latency.observe(time.perf_counter() - started, scope["method"], template)
-
-
 def _store_counts(session: Session) -> dict[str, list[tuple[Labels, float]]]:
-    jobs = session.execute(select(Job.status, func.count()).group_by(Job.status)).all()
-    items = session.execute(select(JobItem.status, func.count()).group_by(JobItem.status)).all()
+    repo = JobRepository(session)
     return {
-        "jobs": [((str(s),), float(n)) for s, n in jobs],
-        "items": [((str(s),), float(n)) for s, n in items],
+        "jobs": [((status,), float(n)) for status, n in repo.count_by_status()],
+        "items": [((status,), float(n)) for status, n in repo.count_items_by_status()],
     }
 
 
@@ -237,7 +203,6 @@ async def prometheus_metrics(request: Request) -> PlainTextResponse:
 
 
 def install(app: FastAPI) -> None:
-    """The scrape route and the request counting middleware (added last by ``create_app``: outermost, it
-    sees every answer, the guard's refusals included)."""
+    """The scrape route; requests are counted and timed by the request middleware (``app.request_id``),
+    which sees every answer, the guard's refusals included."""
     app.include_router(router)
-    app.add_middleware(RequestMetrics, fastapi_app=app)

@@ -127,6 +127,16 @@ class JobRepository(Repository):
             .execution_options(synchronize_session=False)
         )
 
+    def count_by_status(self) -> list[tuple[str, int]]:
+        """(status, number of jobs) over every job."""
+        stmt = select(Job.status, func.count()).group_by(Job.status)
+        return [(str(status), int(n)) for status, n in self.session.execute(stmt)]
+
+    def count_items_by_status(self) -> list[tuple[str, int]]:
+        """(status, number of job items) over every job."""
+        stmt = select(JobItem.status, func.count()).group_by(JobItem.status)
+        return [(str(status), int(n)) for status, n in self.session.execute(stmt)]
+
     def counts(self, job_id: int) -> dict[str, int]:
         stmt = select(JobItem.status, func.count()).where(JobItem.job_id == job_id).group_by(JobItem.status)
         return {status: int(n) for status, n in self.session.execute(stmt)}
