@@ -124,16 +124,7 @@ def _alt(res: stats.AltTestResult) -> AltTestRead:
         n_raters=res.n_raters,
         n_items=res.n_items,
         raters=[
-            RaterTestRead(
-                rater=t.rater,
-                n_items=t.n_items,
-                rho_metric=t.rho_metric,
-                rho_rater=t.rho_rater,
-                t_statistic=t.t_statistic,
-                p_value=t.p_value,
-                p_adjusted=t.p_adjusted,
-                rejected=t.rejected,
-            )
+            RaterTestRead.model_validate(t, from_attributes=True)  # the same fields, by name
             for t in res.raters
         ],
         omega=res.omega,
@@ -148,20 +139,7 @@ def _alt(res: stats.AltTestResult) -> AltTestRead:
 
 
 def _ni(res: NonInferiority) -> NonInferiorityRead:
-    return NonInferiorityRead(
-        difference=res.difference,
-        margin=res.margin,
-        alpha=res.alpha,
-        se=res.se,
-        df=res.df,
-        lower=res.lower,
-        upper=res.upper,
-        p_value=res.p_value,
-        decision=res.decision,
-        n_questions=res.n_questions,
-        questions_needed=res.questions_needed,
-        undefined_reason=res.undefined_reason,
-    )
+    return NonInferiorityRead.model_validate(res, from_attributes=True)  # the same fields, by name
 
 
 def _rate(r: Rate) -> RateRead:
