@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from scripts.openapi import OUT, render
+from tests.contract.openapi_walk import nodes
 
 
 def test_committed_openapi_is_up_to_date() -> None:
@@ -28,25 +29,11 @@ def test_every_error_response_uses_the_envelope() -> None:
 def _integers(
     schema: dict[str, Any], components: dict[str, Any], seen: set[str], where: str
 ) -> Iterator[str]:
-    """Every integer a request may carry in ``schema``, named by where it sits, refs and unions followed."""
-    ref = schema.get("$ref")
-    if ref:
-        name = ref.rsplit("/", 1)[-1]
-        if name not in seen:
-            seen.add(name)
-            yield from _integers(components[name], components, seen, name)
-        return
-    bounded = "maximum" in schema and "minimum" in schema
-    if schema.get("type") == "integer" and not bounded and "enum" not in schema:
-        yield where
-    for key in ("anyOf", "oneOf", "allOf"):
-        for part in schema.get(key, []):
-            yield from _integers(part, components, seen, where)
-    for name, prop in schema.get("properties", {}).items():
-        yield from _integers(prop, components, seen, f"{where}.{name}")
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            yield from _integers(schema[key], components, seen, f"{where}[]")
+    """The places under ``schema`` that are an integer without both bounds (nor an enum), refs followed."""
+    for place, node in nodes(schema, components, seen, where):
+        bounded = "maximum" in node and "minimum" in node
+        if node.get("type") == "integer" and not bounded and "enum" not in node:
+            yield place
 
 
 def test_every_integer_a_request_carries_is_bounded() -> None:
@@ -71,25 +58,11 @@ def _free_form(
 ) -> Iterator[str]:
     """The places under ``schema`` that are an object of any shape (no properties, or additional
     properties of any type), refs and unions followed."""
-    ref = schema.get("$ref")
-    if ref:
-        name = ref.rsplit("/", 1)[-1]
-        if name not in seen:
-            seen.add(name)
-            yield from _free_form(components[name], components, seen, name)
-        return
-    extra = schema.get("additionalProperties")
-    shapeless = schema.get("type") == "object" and "properties" not in schema and not isinstance(extra, dict)
-    if shapeless or extra is True or extra == {}:
-        yield where
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        for part in schema.get(key, []):
-            yield from _free_form(part, components, seen, where)
-    for name, prop in schema.get("properties", {}).items():
-        yield from _free_form(prop, components, seen, f"{where}.{name}")
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            yield from _free_form(schema[key], components, seen, f"{where}[]")
+    for place, node in nodes(schema, components, seen, where):
+        extra = node.get("additionalProperties")
+        shapeless = node.get("type") == "object" and "properties" not in node and not isinstance(extra, dict)
+        if shapeless or extra is True or extra == {}:
+            yield place
 
 
 def test_job_responses_are_typed_through() -> None:

@@ -13,6 +13,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from scripts.openapi import render
 from services.models import ApiKey, Dataset, Job, RatingTask, Run, TaskItem, User
+from tests.contract.openapi_walk import nodes
 
 # The largest value each integer type holds. SQLite's INTEGER is 64-bit whatever it is called; PostgreSQL's
 # types are what their names say. (The migrations are held to the models by tests/integration.)
@@ -55,23 +56,11 @@ def _integers(
     schema: dict[str, Any], components: dict[str, Any], seen: set[str], where: str
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(place, schema) of every integer in ``schema``, refs and unions followed."""
-    ref = schema.get("$ref")
-    if ref:
-        name = ref.rsplit("/", 1)[-1]
-        if name not in seen:
-            seen.add(name)
-            yield from _integers(components[name], components, seen, name)
-        return
-    if schema.get("type") == "integer":
-        yield where, schema
-    for key in ("anyOf", "oneOf", "allOf"):
-        for part in schema.get(key, []):
-            yield from _integers(part, components, seen, where)
-    for name, prop in schema.get("properties", {}).items():
-        yield from _integers(prop, components, seen, f"{where}.{name}")
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            yield from _integers(schema[key], components, seen, f"{where}[]")
+    return (
+        (place, node)
+        for place, node in nodes(schema, components, seen, where)
+        if node.get("type") == "integer"
+    )
 
 
 def _request_integers() -> dict[str, list[dict[str, Any]]]:
