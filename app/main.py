@@ -58,7 +58,7 @@ from services.reports.cache import ReportCache
 from services.reports.comparison_schemas import PairwiseRead, SystemsRead
 from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
-from services.resources import Resources
+from services.resources import Resources, register_job_handlers
 from services.runs.schemas import NativeOutput, RagasOutput, RagCheckerOutput
 from services.scores.service import ExternalScoreIn
 from services.tasks.schemas import ExportRow
@@ -68,6 +68,10 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 log = logging.getLogger("ragmeta")
+
+# The API process can enqueue any job kind: its handlers are known from import (opening the resources
+# registers them too, for every other process that runs jobs).
+register_job_handlers()
 
 # Item schemas of batch endpoints whose bodies are read by hand (JSON, JSONL or file) and so are not
 # discovered by FastAPI; they are added to the OpenAPI components so clients can see them.

@@ -150,7 +150,7 @@ def job_overhead(n: int, pairs: list[tuple[str, str]]) -> None:
     from services.jobs.worker import JobContext, Worker
     from services.metrics.scoring import ScoringRequest, create_scoring_job
     from services.models import Dataset, Output, Question, Run
-    from services.workers import register_job_handlers
+    from services.resources import register_job_handlers
 
     register_job_handlers()
     tmp = Path(tempfile.mkdtemp())

@@ -16,13 +16,24 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from services import metrics, rag
 from services.config import Settings
 from services.db import make_engine, make_session_factory, read_factory
+from services.jobs.registry import JobHandlers, process_handlers
 from services.metrics.resources import ScoringResources
 from services.rag.index import IndexCache
 from services.rag.llm import LLMClients
 
 log = logging.getLogger("ragmeta")
+
+
+def register_job_handlers(registry: JobHandlers = process_handlers) -> JobHandlers:
+    """Register every domain's job handlers with ``registry`` (this process's by default); idempotent.
+    Opening ``Resources`` does it, so every process that can run a job has them; registering loads no
+    handler code (they are made on their first batch)."""
+    metrics.register_job_handlers(registry)
+    rag.register_job_handlers(registry)
+    return registry
 
 
 @dataclass(kw_only=True)
@@ -48,7 +59,9 @@ class Resources:
     ) -> Resources:
         """The resources of ``settings``: on ``engine`` (not disposed on close) or an engine of their own
         (disposed on close); with ``session_factory``, its sessions rather than new ones on the engine.
-        Starts nothing else: the scoring loop, the judge gateway and models start on first use."""
+        Registers every domain's job handlers with this process; starts nothing else: the scoring loop,
+        the judge gateway and models start on first use."""
+        register_job_handlers()
         stack = ExitStack()
         if session_factory is not None:
             engine = engine or session_factory.kw["bind"]

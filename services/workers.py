@@ -1,8 +1,8 @@
 """What a worker runs jobs with: every domain's job handlers, and the resources of a worker process.
 
-The jobs package knows no domain; this module, above them all, is where they meet. Every entry point
-registers the handlers before its first job (the application package on import, so the API, ``ragmeta
-worker`` and the demo all do; a spawned worker process in ``worker_runtime``).
+The jobs package knows no domain; the composition layer, above them all, is where they meet. Every process
+that runs jobs registers the handlers before its first job: opening its ``Resources`` does (the API, ``ragmeta
+worker``, the demo, a spawned worker process in ``worker_runtime``), and the API's module on import.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, TypeAdapter
 
-from services import metrics, rag
-from services.jobs.registry import JobHandlers, process_handlers
 from services.jobs.service import JobRead
 from services.metrics.schemas import ScoringJobRead
 from services.rag.schemas import GenerateJobRead, IndexJobRead
@@ -24,15 +22,8 @@ if TYPE_CHECKING:
     from services.resources import Resources
 
 
-def register_job_handlers(registry: JobHandlers = process_handlers) -> JobHandlers:
-    """Register every domain's job handlers with ``registry`` (this process's by default); idempotent."""
-    metrics.register_job_handlers(registry)
-    rag.register_job_handlers(registry)
-    return registry
-
-
 # Every registered kind's typed read, told apart by ``kind``: the API's job schema. A kind registered in
-# register_job_handlers has its read here.
+# services.resources.register_job_handlers has its read here.
 JobKindRead = Annotated[ScoringJobRead | IndexJobRead | GenerateJobRead, Field(discriminator="kind")]
 _JOB_KIND_READ: TypeAdapter[ScoringJobRead | IndexJobRead | GenerateJobRead] = TypeAdapter(JobKindRead)
 
@@ -52,7 +43,6 @@ def worker_runtime(
     ``gateway_url``."""
     from services.resources import Resources
 
-    register_job_handlers()
     if settings.judge.configured:
         from services.metrics.judges.preload import preload
 

@@ -96,16 +96,21 @@ def test_a_lazy_target_is_made_once_on_first_use_and_a_kind_keeps_its_handler() 
 
 
 def test_every_entry_point_has_every_domains_handlers() -> None:
-    """`ragmeta worker` (app.cli) and the API (app.main) import the app package, which registers them; the
-    jobs package alone registers none."""
+    """The API (app.main, on import) and every process that opens its resources (`ragmeta worker`, the demo,
+    a spawned worker) register them; the jobs package alone, and the command line's client, register none."""
     script = (
         "import sys; import services.jobs.registry as r; before = r.process_handlers.kinds; "
-        "import app.cli; print(before, r.process_handlers.kinds)"
+        "import app.cli; client = r.process_handlers.kinds; "
+        "from services.resources import Resources; from services.config import Settings; "
+        "Resources.open(Settings(database_url='sqlite://')).close(); opened = r.process_handlers.kinds; "
+        "r.process_handlers._targets.clear(); r.process_handlers._loaded.clear(); "
+        "import app.main; print(before, client, opened, r.process_handlers.kinds)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[]", "['generate',", "'index',", "'scoring']"]
+    every = "['generate', 'index', 'scoring']"
+    assert out.stdout.strip() == f"[] [] {every} {every}"
 
 
 def test_the_job_repository_leaves_the_claim_to_its_caller(engine: Engine, settings: Settings) -> None:
