@@ -117,11 +117,12 @@ def _local_key(args: argparse.Namespace) -> int:
 
 
 def _serve(host: str, port: int, demo: bool = False) -> None:
+    # Refused before the app's code loads: the refusal is all such a start prints.
+    _refuse_open(host)
     import uvicorn
 
     from app.main import create_app
 
-    _refuse_open(host)
     print(start_banner(get_settings(), host, port), flush=True)
     app = create_app()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
