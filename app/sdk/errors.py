@@ -15,11 +15,14 @@ RagmetaError
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from app.errors import ErrorEnvelope, ErrorItem
+if TYPE_CHECKING:
+    # The envelope's schema is the API's own (app.errors); imported when an error is read, not with the
+    # client (app.errors brings FastAPI, which a command never needs).
+    from app.errors import ErrorEnvelope, ErrorItem
 
 
 class RagmetaError(Exception):
@@ -121,6 +124,8 @@ _BY_STATUS: tuple[tuple[int, type[APIError]], ...] = (
 
 def error_for(resp: httpx.Response) -> APIError:
     """The exception for an error response, its envelope parsed when the body is one."""
+    from app.errors import ErrorEnvelope
+
     envelope: ErrorEnvelope | None
     try:
         envelope = ErrorEnvelope.model_validate(resp.json())

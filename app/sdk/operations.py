@@ -3,19 +3,15 @@ with the service's own schemas (imported from where the API declares them, never
 ``AsyncClient`` (app.sdk.client) bind each as a method of the same name and arguments.
 
 An operation whose answer has several forms has one function per form: ``run_report`` reads the JSON into
-``ReportRead``, ``run_report_text`` returns the CSV or Markdown as text. Lists answer one :class:`Page` (rows
-and the next page's cursor); ``Client.paginate`` and ``Client.all`` follow the pages.
+``ReportRead``, ``run_report_text`` returns the JSON, CSV or Markdown as the service wrote it. Lists answer
+one :class:`Page` (rows and the next page's cursor); ``Client.paginate`` and ``Client.all`` follow the pages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
-from app.routers.comparisons import PairwiseQuery
-from app.routers.health import Health, Liveness, Readiness
-from app.routers.scores import ScoreTable
-from app.routers.scoring import MetricInfo
 from app.sdk.call import Call, Page, Upload, body, paged, parsed, query, raw, text
 from services.accounts.schemas import KeyCreate, KeyIssued, KeyRead, Me, UserCreate, UserRead, UserUpdate
 from services.datasets.schemas import DatasetCreate, DatasetRead, DocumentCreate, ImportReport, QuestionCreate
@@ -23,7 +19,6 @@ from services.deletion.service import DeleteReport
 from services.metrics.inline import InlineScoreRequest, InlineScoreResponse
 from services.metrics.schemas import ScoringJobRead
 from services.metrics.scoring import ScoringRequest
-from services.otlp.schemas import TraceIngestRead
 from services.rag.schemas import (
     AnswerRequest,
     AnswerResponse,
@@ -47,7 +42,6 @@ from services.ratings.schemas import (
 from services.reports.comparison_schemas import PairwiseRead, SystemsRead
 from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
 from services.reports.schemas import AgreementRead, MetricItems, ReportRead
-from services.reports.stability import StabilityReport
 from services.reports.trust_schemas import TrustRead
 from services.runs.schemas import OutputRead, RunCreate, RunRead
 from services.scores.service import ExternalScoreIn
@@ -65,6 +59,16 @@ from services.tasks.schemas import (
     TaskRead,
 )
 from services.workers import JobKindRead
+
+if TYPE_CHECKING:
+    # Declared beside their routes; imported where an operation is built, not with the client: the routers'
+    # modules bring the report machinery (scipy), which a command that does not read them must not load.
+    from app.routers.comparisons import PairwiseQuery
+    from app.routers.health import Health, Liveness, Readiness
+    from app.routers.scores import ScoreTable
+    from app.routers.scoring import MetricInfo
+    from services.otlp.schemas import TraceIngestRead
+    from services.reports.stability import StabilityReport
 
 F = TypeVar("F", bound=Callable[..., Call[Any]])
 
@@ -117,16 +121,22 @@ Runs = str | Sequence[int]
 
 @operation("GET", "/healthz")
 def healthz() -> Call[Health]:
+    from app.routers.health import Health
+
     return Call("GET", "/healthz", parsed(Health))
 
 
 @operation("GET", "/livez")
 def livez() -> Call[Liveness]:
+    from app.routers.health import Liveness
+
     return Call("GET", "/livez", parsed(Liveness))
 
 
 @operation("GET", "/readyz")
 def readyz() -> Call[Readiness]:
+    from app.routers.health import Readiness
+
     return Call("GET", "/readyz", parsed(Readiness))
 
 
@@ -297,6 +307,8 @@ def import_scores(
 
 @operation("GET", "/runs/{run_id}/scores")
 def get_scores(run_id: int) -> Call[ScoreTable]:
+    from app.routers.scores import ScoreTable
+
     return Call("GET", f"/runs/{run_id}/scores", parsed(ScoreTable), {"format": "json"})
 
 
@@ -321,6 +333,8 @@ def delete_scores(run_id: int, metric: str) -> Call[DeleteReport]:
 
 @operation("GET", "/metrics")
 def list_metrics(*, language: str | None = None) -> Call[list[MetricInfo]]:
+    from app.routers.scoring import MetricInfo
+
     return Call("GET", "/metrics", parsed(list[MetricInfo]), query(language=language))
 
 
@@ -348,7 +362,9 @@ def run_report(run_id: int, **options: Unpack[ReportOptions]) -> Call[ReportRead
 
 
 @operation("GET", "/runs/{run_id}/report")
-def run_report_text(run_id: int, format: Literal["csv", "md"], **options: Unpack[ReportOptions]) -> Call[str]:
+def run_report_text(
+    run_id: int, format: Literal["json", "csv", "md"], **options: Unpack[ReportOptions]
+) -> Call[str]:
     return Call("GET", f"/runs/{run_id}/report", text, query(format=format, **options))
 
 
@@ -359,7 +375,7 @@ def pooled_report(runs: Runs, **options: Unpack[ReportOptions]) -> Call[ReportRe
 
 @operation("GET", "/report")
 def pooled_report_text(
-    runs: Runs, format: Literal["csv", "md"], **options: Unpack[ReportOptions]
+    runs: Runs, format: Literal["json", "csv", "md"], **options: Unpack[ReportOptions]
 ) -> Call[str]:
     return Call("GET", "/report", text, query(runs=_csv(runs), format=format, **options))
 
@@ -438,9 +454,14 @@ def run_estimate(
 
 @operation("GET", "/runs/{run_id}/estimate")
 def run_estimate_text(
-    run_id: int, *, k: int | None = None, confidence: float | None = None, target_width: float | None = None
+    run_id: int,
+    format: Literal["json", "csv"] = "csv",
+    *,
+    k: int | None = None,
+    confidence: float | None = None,
+    target_width: float | None = None,
 ) -> Call[str]:
-    params = query(format="csv", k=k, confidence=confidence, target_width=target_width)
+    params = query(format=format, k=k, confidence=confidence, target_width=target_width)
     return Call("GET", f"/runs/{run_id}/estimate", text, params)
 
 
@@ -457,17 +478,21 @@ def run_judge_sensitivity(
 
 
 @operation("GET", "/runs/{run_id}/judge-sensitivity")
-def run_judge_sensitivity_text(run_id: int, *, a: str | None = None, b: str | None = None) -> Call[str]:
-    return Call("GET", f"/runs/{run_id}/judge-sensitivity", text, query(format="csv", a=a, b=b))
+def run_judge_sensitivity_text(
+    run_id: int, format: Literal["json", "csv"] = "csv", *, a: str | None = None, b: str | None = None
+) -> Call[str]:
+    return Call("GET", f"/runs/{run_id}/judge-sensitivity", text, query(format=format, a=a, b=b))
 
 
 @operation("GET", "/runs/{run_id}/stability")
 def run_stability(run_id: int) -> Call[StabilityReport]:
+    from services.reports.stability import StabilityReport
+
     return Call("GET", f"/runs/{run_id}/stability", parsed(StabilityReport))
 
 
 @operation("GET", "/runs/{run_id}/stability")
-def run_stability_text(run_id: int, format: Literal["csv", "md"]) -> Call[str]:
+def run_stability_text(run_id: int, format: Literal["json", "csv", "md"]) -> Call[str]:
     return Call("GET", f"/runs/{run_id}/stability", text, {"format": format})
 
 
@@ -478,7 +503,11 @@ def run_trust(run_id: int, *, epsilon: float | None = None, seed: int | None = N
 
 @operation("GET", "/runs/{run_id}/trust")
 def run_trust_text(
-    run_id: int, format: Literal["md", "csv"], *, epsilon: float | None = None, seed: int | None = None
+    run_id: int,
+    format: Literal["json", "md", "csv"],
+    *,
+    epsilon: float | None = None,
+    seed: int | None = None,
 ) -> Call[str]:
     return Call("GET", f"/runs/{run_id}/trust", text, query(format=format, epsilon=epsilon, seed=seed))
 
@@ -490,7 +519,7 @@ def pooled_trust(runs: Runs, *, epsilon: float | None = None, seed: int | None =
 
 @operation("GET", "/trust")
 def pooled_trust_text(
-    runs: Runs, format: Literal["md", "csv"], *, epsilon: float | None = None, seed: int | None = None
+    runs: Runs, format: Literal["json", "md", "csv"], *, epsilon: float | None = None, seed: int | None = None
 ) -> Call[str]:
     params = query(runs=_csv(runs), format=format, epsilon=epsilon, seed=seed)
     return Call("GET", "/trust", text, params)
@@ -510,8 +539,8 @@ def pairwise_report(q: PairwiseQuery | Json) -> Call[PairwiseRead]:
 
 
 @operation("GET", "/reports/pairwise")
-def pairwise_report_text(q: PairwiseQuery | Json) -> Call[str]:
-    return Call("GET", "/reports/pairwise", text, _pairwise(q) | {"format": "csv"})
+def pairwise_report_text(q: PairwiseQuery | Json, format: Literal["json", "csv"] = "csv") -> Call[str]:
+    return Call("GET", "/reports/pairwise", text, _pairwise(q) | {"format": format})
 
 
 @operation("GET", "/reports/pairwise.svg")
@@ -534,9 +563,14 @@ def systems_report(
 
 @operation("GET", "/reports/systems")
 def systems_report_text(
-    runs: Runs, *, k: int | None = None, seed: int | None = None, n_resamples: int | None = None
+    runs: Runs,
+    format: Literal["json", "csv"] = "csv",
+    *,
+    k: int | None = None,
+    seed: int | None = None,
+    n_resamples: int | None = None,
 ) -> Call[str]:
-    params = query(runs=_csv(runs), format="csv", k=k, seed=seed, n_resamples=n_resamples)
+    params = query(runs=_csv(runs), format=format, k=k, seed=seed, n_resamples=n_resamples)
     return Call("GET", "/reports/systems", text, params)
 
 
@@ -624,6 +658,8 @@ def export_traces(
     content_encoding: str | None = None,
 ) -> Call[TraceIngestRead]:
     """An OTLP/HTTP trace export (the bytes an OpenTelemetry exporter sends) into ``run`` of ``dataset``."""
+    from services.otlp.schemas import TraceIngestRead
+
     headers = {"content-type": content_type}
     headers |= query(
         **{"x-ragmeta-dataset": dataset, "x-ragmeta-run": run, "content-encoding": content_encoding}
