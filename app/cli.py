@@ -377,9 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
     team_client.add_commands(sub, url)
     # Comparisons between runs (pairwise preference, system level).
     compare_client.add_commands(sub, url)
-    from app import trust_client
+    from app import gate, trust_client
 
     trust_client.add_commands(sub, url)
+    gate.add_commands(sub, url)
     return parser
 
 

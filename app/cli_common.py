@@ -25,6 +25,7 @@ EXIT_CODES = f"""exit codes:
   {UNREACHABLE}    the service cannot be reached at the URL
   {JOB_FAILED}    the job ended failed or cancelled
   {NOT_QUALIFIED}    ragmeta trust --metric NAME --require USE: that metric's verdict for that use is not yes
+  1    ragmeta gate: run B is not shown to beat run A (the evidence is printed)
   {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
 
 

@@ -22,7 +22,7 @@ from tests.api.test_outputs import make_run
 from tests.conftest import issue_key
 
 APP = Path(__file__).resolve().parents[2] / "app"
-CLI_MODULES = ["cli", "cli_common", "client", "compare_client", "team_client", "trust_client"]
+CLI_MODULES = ["cli", "cli_common", "client", "compare_client", "team_client", "trust_client", "gate"]
 
 
 def run(c: TestClient, *argv: str) -> int:
