@@ -49,7 +49,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy app services
+	$(BIN)/mypy app services ragmeta
 
 format: setup
 	$(BIN)/ruff check --fix .

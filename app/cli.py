@@ -14,7 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from app.cli_common import DEFAULT_URL, EXIT_CODES, check
+from app.cli_common import EXIT_CODES, plain
+from app.sdk import DEFAULT_URL
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -215,18 +216,16 @@ def _sensitivity_text(res: dict[str, Any]) -> str:
 
 
 def _cmd_estimate(c: Any, args: argparse.Namespace) -> None:
-    params: dict[str, Any] = {"k": args.k, "confidence": args.confidence}
-    if args.target_width is not None:
-        params["target_width"] = args.target_width
-    if args.format == "csv":
-        params["format"] = "csv"
-    resp = check(c.get(f"/runs/{args.run}/estimate", params=params))
-    _emit(args, resp, _estimate_text)
+    opts = {"k": args.k, "confidence": args.confidence, "target_width": args.target_width}
+    if args.format == "text":
+        _emit(args, plain(c.run_estimate(args.run, **opts)), _estimate_text)
+    else:
+        _emit(args, c.run_estimate_text(args.run, args.format, **opts), _estimate_text)
 
 
 def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
     if args.list:
-        resp = check(c.get(f"/runs/{args.run}/judge-configurations"))
+        resp = plain(c.run_judge_configurations(args.run))
         for conf in resp["configurations"]:
             print(
                 f"{conf['id']}  {conf['model']}  {conf['endpoint']}  {conf['language']}  "
@@ -234,11 +233,11 @@ def _cmd_judge_sensitivity(c: Any, args: argparse.Namespace) -> None:
                 f"{', '.join(conf['reported']) or '-'}"
             )
         return
-    params = {k: v for k, v in (("a", args.a), ("b", args.b)) if v}
-    if args.format == "csv":
-        params["format"] = "csv"
-    resp = check(c.get(f"/runs/{args.run}/judge-sensitivity", params=params))
-    _emit(args, resp, _sensitivity_text)
+    pair = {k: v for k, v in (("a", args.a), ("b", args.b)) if v}
+    if args.format == "text":
+        _emit(args, plain(c.run_judge_sensitivity(args.run, **pair)), _sensitivity_text)
+    else:
+        _emit(args, c.run_judge_sensitivity_text(args.run, args.format, **pair), _sensitivity_text)
 
 
 def _fig(f: dict[str, Any]) -> str:
@@ -272,16 +271,20 @@ def _stability_text(res: dict[str, Any]) -> str:
 
 
 def _cmd_stability(c: Any, args: argparse.Namespace) -> None:
-    _emit(args, check(c.get(f"/runs/{args.run}/stability")), _stability_text)
+    if args.format == "text":
+        _emit(args, plain(c.run_stability(args.run)), _stability_text)
+    else:
+        _emit(args, c.run_stability_text(args.run, args.format), _stability_text)
 
 
 def _emit(args: argparse.Namespace, resp: Any, text: Any) -> None:
+    """JSON (the service's, pretty-printed), CSV (as sent), else the terminal text of the answer."""
     import json
 
     if args.format == "json":
-        print(json.dumps(resp, indent=2, ensure_ascii=False))
+        print(json.dumps(json.loads(resp), indent=2, ensure_ascii=False))
     elif args.format == "csv":
-        print(resp.text, end="")
+        print(resp, end="")
     else:
         print(text(resp), end="")
 
@@ -375,9 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     team_client.add_commands(sub, url)
     # Comparisons between runs (pairwise preference, system level).
     compare_client.add_commands(sub, url)
-    from app import trust_client
+    from app import gate, trust_client
 
     trust_client.add_commands(sub, url)
+    gate.add_commands(sub, url)
     return parser
 
 

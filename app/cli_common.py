@@ -1,6 +1,6 @@
-"""What the `ragmeta` client commands share: the errors and exit codes, the one-line rendering of a service
-error, file checks, uploads and writing a command's output (app.client, app.compare_client and app.cli all
-use these; none of them imports another's internals)."""
+"""What the `ragmeta` client commands share: the errors and exit codes, file checks and writing a command's
+output (app.client, app.compare_client and app.cli all use these; none of them imports another's internals).
+The requests themselves are the Python client's (app.sdk): no command holds HTTP code of its own."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+from pydantic import BaseModel
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+from app.sdk import DEFAULT_URL, APIError
+
 OK, SERVICE_ERROR, USAGE, UNREACHABLE, JOB_FAILED, INTERRUPTED = 0, 1, 2, 3, 4, 130
 NOT_QUALIFIED = 5
 EXIT_CODES = f"""exit codes:
@@ -24,11 +25,12 @@ EXIT_CODES = f"""exit codes:
   {UNREACHABLE}    the service cannot be reached at the URL
   {JOB_FAILED}    the job ended failed or cancelled
   {NOT_QUALIFIED}    ragmeta trust --metric NAME --require USE: that metric's verdict for that use is not yes
+  1    ragmeta gate: run B is not shown to beat run A (the evidence is printed)
   {INTERRUPTED}  interrupted (Ctrl-C); a job that was being followed goes on in the service"""
 
 
-class ClientError(Exception):
-    """The service answered with an error."""
+# The service answered with an error: its status, error and first bad fields on one line each.
+ClientError = APIError
 
 
 class UsageError(Exception):
@@ -47,55 +49,13 @@ def api_key(args: argparse.Namespace) -> str | None:
     return getattr(args, "key", None) or os.environ.get("RAGMETA_API_KEY") or None
 
 
-def check(resp: httpx.Response) -> Any:
-    """The JSON body of a success (the response itself when it is not JSON); ClientError, with the service's
-    error and its first bad fields on one line each, otherwise."""
-    if resp.status_code >= 400:
-        try:
-            body = resp.json()
-            items = "".join(
-                f"\n  - {i.get('field')}"
-                + (f" (row {i['index']})" if i.get("index") is not None else "")
-                + (f" (line {i['line']})" if i.get("line") is not None else "")
-                + f": {i.get('reason')}"
-                for i in body.get("items", [])[:20]
-            )
-            message = f"{resp.status_code} {body.get('error')}: {body.get('detail')}{items}"
-        except (ValueError, AttributeError):
-            message = f"{resp.status_code}: {resp.text[:500]}"
-        raise ClientError(message)
-    ctype = resp.headers.get("content-type", "")
-    return resp.json() if ctype.startswith("application/json") else resp
-
-
-# Rows asked per page when a command reads a whole list (the service's maximum).
-PAGE_LIMIT = 1000
-
-
-def get_all(c: httpx.Client, path: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-    """Every row of a paged list: the pages followed by their ``Link: rel="next"`` until the last one."""
-    rows: list[Any] = []
-    resp = c.get(path, params={"limit": PAGE_LIMIT, **(params or {})})
-    while True:
-        body = check(resp)
-        rows.extend(body)
-        following = resp.links.get("next", {}).get("url")
-        if not following:
-            return rows
-        resp = c.get(following)
-
-
-def get_pages(c: httpx.Client, path: str, params: Mapping[str, Any] | None = None) -> list[httpx.Response]:
-    """Every page of a paged export (CSV, JSONL) in order, followed by their ``Link`` headers."""
-    pages = []
-    resp = c.get(path, params={"limit": PAGE_LIMIT, **(params or {})})
-    while True:
-        check(resp)
-        pages.append(resp)
-        following = resp.links.get("next", {}).get("url")
-        if not following:
-            return pages
-        resp = c.get(following)
+def plain(value: Any) -> Any:
+    """An answer of the client as the JSON data the service sent (what the terminal renderers read)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
 
 def readable(path: Path | None) -> Path | None:
@@ -108,13 +68,6 @@ def writable(path: Path) -> Path:
     if path.parent != Path("") and not path.parent.is_dir():
         raise UsageError(f"directory not found for {path}")
     return path
-
-
-def upload(c: httpx.Client, path: str, file: Path, params: dict[str, Any] | None = None) -> Any:
-    """POST the file's bytes as they are: decoding (encodings, separators) is the service's."""
-    readable(file)
-    with file.open("rb") as f:
-        return check(c.post(path, params=params, files={"file": (file.name, f, "application/octet-stream")}))
 
 
 def report_import(what: str, r: dict[str, Any]) -> None:

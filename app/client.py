@@ -13,12 +13,9 @@ import contextlib
 import json
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import Any, Literal
 
 from app.cli_common import (
     INTERRUPTED,
@@ -31,17 +28,16 @@ from app.cli_common import (
     JobEnded,
     UsageError,
     api_key,
-    check,
-    get_all,
     output_format,
+    plain,
     print_issued,
     readable,
     report_import,
     say,
     service_url,
-    upload,
     writable,
 )
+from app.sdk import Client, ServiceUnreachable
 
 FIGURE_FORMATS = ("svg", "png", "pdf")
 REPORT_FORMATS = {".json": "json", ".csv": "csv", ".md": "md", ".txt": "text", ".html": "html"}
@@ -57,7 +53,7 @@ def _no_sigint() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
+def wait(c: Client, job: dict[str, Any], label: str) -> dict[str, Any]:
     """Follow a job with a progress bar until it ends. Ctrl-C stops following; the job goes on."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -82,12 +78,13 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
             p.start()
         try:
             task = p.add_task(label, total=job["total"])
-            while True:
-                job = check(c.get(f"/jobs/{job_id}"))
-                p.update(task, completed=job["done"] + job["failed"])
-                if job["status"] in ("done", "failed", "cancelled"):
-                    break
-                time.sleep(0.5)
+            ended = c.wait_job(
+                job_id,
+                poll_s=0.5,
+                progress=lambda j: p.update(task, completed=j.done + j.failed),
+                raise_on_failure=False,
+            )
+            job = plain(ended)
         finally:
             with _no_sigint():
                 p.stop()
@@ -107,14 +104,14 @@ def wait(c: httpx.Client, job: dict[str, Any], label: str) -> dict[str, Any]:
     return job
 
 
-def _start(c: httpx.Client, args: argparse.Namespace, job: dict[str, Any], label: str) -> None:
+def _start(c: Client, args: argparse.Namespace, job: dict[str, Any], label: str) -> None:
     if getattr(args, "no_wait", False):
         print(f"{label}: job {job['id']} {job['status']} ({job['total']} items); ragmeta wait {job['id']}")
         return
     wait(c, job, label)
 
 
-def render_report(report: dict[str, Any]) -> str:
+def render_report(report: Any) -> str:
     """The report for a terminal, worded like the HTML page (services.reports.text)."""
     from services.reports.schemas import ReportRead
     from services.reports.text import render_text
@@ -138,39 +135,24 @@ def _run_ids(args: argparse.Namespace) -> list[int]:
     return ids
 
 
-def _report_path(ids: list[int], suffix: str = "") -> tuple[str, dict[str, Any]]:
-    if len(ids) == 1:
-        return f"/runs/{ids[0]}/report{suffix}", {}
-    return f"/report{suffix}", {"runs": ",".join(map(str, ids))}
-
-
 # ------------------------------------------------------------------------------------------------ commands
 
 
-def cmd_import_dataset(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_import_dataset(c: Client, args: argparse.Namespace) -> None:
     readable(args.documents)
     readable(args.questions)
-    existing = [d for d in get_all(c, "/datasets") if d["name"] == args.name]
-    ds = (
-        existing[0]
-        if existing
-        else check(c.post("/datasets", json={"name": args.name, "language": args.language}))
-    )
-    print(f"dataset {ds['name']!r}: id {ds['id']}")
+    existing = [d for d in c.all(c.list_datasets) if d.name == args.name]
+    ds = existing[0] if existing else c.create_dataset({"name": args.name, "language": args.language})
+    print(f"dataset {ds.name!r}: id {ds.id}")
     if args.documents:
-        report_import("documents", upload(c, f"/datasets/{ds['id']}/documents", args.documents))
+        report_import("documents", plain(c.import_documents(ds.id, file=args.documents)))
     if args.questions:
-        report_import("questions", upload(c, f"/datasets/{ds['id']}/questions", args.questions))
+        report_import("questions", plain(c.import_questions(ds.id, file=args.questions)))
 
 
-def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
-    paths = [
-        *(("file", readable(f)) for f in args.file),
-        ("corpus", readable(args.corpus)),
-        ("passages", readable(args.passages)),
-        *(("ratings", readable(f)) for f in args.ratings or []),
-        *(("preferences", readable(f)) for f in args.preferences or []),
-    ]
+def cmd_import_study(c: Client, args: argparse.Namespace) -> None:
+    for f in [*args.file, args.corpus, args.passages, *(args.ratings or []), *(args.preferences or [])]:
+        readable(f)
     data = {
         "dataset": args.dataset,
         "language": args.language,
@@ -183,15 +165,16 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         "ratings_join": args.ratings_join,
         "preferences_columns": args.preferences_columns,
     }
-    with contextlib.ExitStack() as stack:
-        files = [
-            (field, (path.name, stack.enter_context(path.open("rb")), "application/octet-stream"))
-            for field, path in paths
-            if path is not None
-        ]
-        r = check(
-            c.post("/studies/import", files=files, data={k: str(v) for k, v in data.items() if v is not None})
+    r = plain(
+        c.import_study(
+            args.file,
+            corpus=args.corpus,
+            passages=args.passages,
+            ratings=args.ratings or (),
+            preferences=args.preferences or (),
+            **data,
         )
+    )
     ds, run, q = r["dataset"], r["run"], r["questions"]
     print(f"dataset {ds['name']!r}: id {ds['id']} ({'created' if ds['created'] else 'added to'})")
     for run in r["runs"]:
@@ -231,12 +214,12 @@ def cmd_import_study(c: httpx.Client, args: argparse.Namespace) -> None:
         print(f"note: {note}")
 
 
-def cmd_index(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_index(c: Client, args: argparse.Namespace) -> None:
     body = {"force": True} if args.force else None
-    _start(c, args, check(c.post(f"/datasets/{args.dataset}/index", json=body)), "index")
+    _start(c, args, plain(c.index_dataset(args.dataset, body)), "index")
 
 
-def cmd_create_run(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_create_run(c: Client, args: argparse.Namespace) -> None:
     # Only what the user said: a run of imported outputs must not claim the service's retriever or k.
     system = {
         "retriever": args.retriever,
@@ -246,36 +229,36 @@ def cmd_create_run(c: httpx.Client, args: argparse.Namespace) -> None:
         "prompt": args.prompt,
     }
     body = {"name": args.name, "system": {k: v for k, v in system.items() if v is not None}}
-    run = check(c.post(f"/datasets/{args.dataset}/runs", json=body))
-    print(f"run {run['name']!r}: id {run['id']}")
+    run = c.create_run(args.dataset, body)
+    print(f"run {run.name!r}: id {run.id}")
 
 
-def cmd_generate(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_generate(c: Client, args: argparse.Namespace) -> None:
     body = {"regenerate": True} if args.regenerate else None
-    _start(c, args, check(c.post(f"/runs/{args.run}/generate", json=body)), "generate")
+    _start(c, args, plain(c.generate(args.run, body)), "generate")
 
 
-def cmd_import_outputs(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_import_outputs(c: Client, args: argparse.Namespace) -> None:
     readable(args.file)
-    report_import("outputs", upload(c, f"/runs/{args.run}/outputs", args.file, {"format": args.format}))
+    report_import("outputs", plain(c.import_outputs(args.run, file=args.file, format=args.format)))
 
 
-def cmd_rate(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_rate(c: Client, args: argparse.Namespace) -> None:
     # The bytes go as they are: the service reads the sheet (encoding, separator) and registers its raters.
-    params = {"register_raters": "true"} if args.register_raters else None
-    report_import("ratings", upload(c, f"/runs/{args.run}/ratings", args.file, params))
+    readable(args.file)
+    imported = c.import_ratings(args.run, file=args.file, register_raters=args.register_raters)
+    report_import("ratings", plain(imported))
 
 
-def cmd_score(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_score(c: Client, args: argparse.Namespace) -> None:
     body: dict[str, Any] = {"k": args.k, "recompute": args.recompute, "word_rule": args.word_rule}
     if args.metrics:
         body["metrics"] = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    _start(c, args, check(c.post(f"/runs/{args.run}/scoring-jobs", json=body)), "score")
+    _start(c, args, plain(c.create_scoring(args.run, body)), "score")
 
 
-def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
-    params = {"status": args.status} if args.status else None
-    jobs = get_all(c, "/jobs", params)
+def cmd_jobs(c: Client, args: argparse.Namespace) -> None:
+    jobs = plain(c.all(c.list_jobs, status=args.status))
     if not jobs:
         print("no jobs")
     else:
@@ -290,8 +273,8 @@ def cmd_jobs(c: httpx.Client, args: argparse.Namespace) -> None:
         )
 
 
-def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
-    job = check(c.get(f"/jobs/{args.job}"))
+def cmd_wait(c: Client, args: argparse.Namespace) -> None:
+    job = plain(c.get_job(args.job))
     if job["status"] in ("done", "failed", "cancelled"):
         # The same last line as following it to its end: a job that ended before `wait` reads alike.
         print(f"{job['kind']}: {job['status']} (job {job['id']}; {job['done']} done, {job['failed']} failed)")
@@ -301,17 +284,21 @@ def cmd_wait(c: httpx.Client, args: argparse.Namespace) -> None:
     wait(c, job, job["kind"])
 
 
-def cmd_cancel(c: httpx.Client, args: argparse.Namespace) -> None:
-    job = check(c.post(f"/jobs/{args.job}/cancel"))
+def cmd_cancel(c: Client, args: argparse.Namespace) -> None:
+    job = plain(c.cancel_job(args.job))
     print(f"job {job['id']}: {job['status']} ({job['done']} done, {job['failed']} failed)")
 
 
-def cmd_scores(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_scores(c: Client, args: argparse.Namespace) -> None:
     fmt = "csv"
     if args.output:
         fmt = output_format(writable(args.output), {".csv": "csv", ".json": "json"}, "scores")
-    resp = check(c.get(f"/runs/{args.run}/scores", params={"format": fmt}))
-    content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n" if fmt == "json" else resp.text
+    if fmt == "json":
+        content = (
+            json.dumps(json.loads(c.get_scores_text(args.run, "json")), indent=2, ensure_ascii=False) + "\n"
+        )
+    else:
+        content = c.get_scores_text(args.run, "csv")
     if args.output:
         args.output.write_text(content, encoding="utf-8")
         print(f"wrote {args.output}")
@@ -319,24 +306,25 @@ def cmd_scores(c: httpx.Client, args: argparse.Namespace) -> None:
         print(content, end="")
 
 
-def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_report(c: Client, args: argparse.Namespace) -> None:
     ids = _run_ids(args)
     fmt = args.format
     if args.output and fmt is None:
         fmt = output_format(writable(args.output), REPORT_FORMATS, "a report")
     fmt = fmt or "text"
-    params: dict[str, Any] = {"ci": args.ci, "k": args.k}
-    path, extra = _report_path(ids, ".html" if fmt == "html" else "")
-    params.update(extra)
-    if fmt in ("csv", "md"):
-        params["format"] = fmt
-    resp = check(c.get(path, params=params))
-    if fmt == "json":
-        content = json.dumps(resp, indent=2, ensure_ascii=False) + "\n"
-    elif fmt == "text":
-        content = render_report(resp)
+    run, opts = ids[0], {"ci": args.ci, "k": args.k}
+    pooled = len(ids) > 1
+    if fmt in ("json", "csv", "md"):
+        table: Literal["json", "csv", "md"] = "json" if fmt == "json" else "csv" if fmt == "csv" else "md"
+        content = (
+            c.pooled_report_text(ids, table, **opts) if pooled else c.run_report_text(run, table, **opts)
+        )
+        if fmt == "json":
+            content = json.dumps(json.loads(content), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "html":
+        content = c.pooled_html(ids, **opts) if pooled else c.report_html(run, **opts)
     else:
-        content = resp.text
+        content = render_report(c.pooled_report(ids, **opts) if pooled else c.run_report(run, **opts))
     if args.output:
         writable(args.output).write_text(content, encoding="utf-8")
         print(f"wrote {args.output}")
@@ -344,12 +332,17 @@ def cmd_report(c: httpx.Client, args: argparse.Namespace) -> None:
         print(content, end="")
 
 
-def cmd_figure(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_figure(c: Client, args: argparse.Namespace) -> None:
     ids = _run_ids(args)
     fmt = output_format(writable(args.output), {f".{f}": f for f in FIGURE_FORMATS}, "the figure")
-    path, params = _report_path(ids, f".{fmt}")
-    params.update({"ci": args.ci, "k": args.k})
-    args.output.write_bytes(check(c.get(path, params=params)).content)
+    opts = {"ci": args.ci, "k": args.k}
+    if len(ids) > 1:
+        pooled = {"svg": c.pooled_svg, "png": c.pooled_png, "pdf": c.pooled_pdf}[fmt]
+        figure = pooled(ids, **opts)
+    else:
+        single = {"svg": c.report_svg, "png": c.report_png, "pdf": c.report_pdf}[fmt]
+        figure = single(ids[0], **opts)
+    args.output.write_bytes(figure)
     print(f"wrote {args.output}")
 
 
@@ -565,12 +558,12 @@ def _add_result_commands(add: _Add) -> None:
             )
 
 
-def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_keys(c: Client, args: argparse.Namespace) -> None:
     if args.keys_command == "create":
         new = {"name": args.name, "role": args.role, "label": args.label}
-        print_issued(check(c.post("/keys", json=new)))
+        print_issued(plain(c.create_key(new)))
     elif args.keys_command == "list":
-        keys = get_all(c, "/keys")
+        keys = plain(c.all(c.list_keys))
         width = max([len("prefix")] + [len(k["prefix"]) for k in keys])
         print(f"{'id':>4}  {'prefix':<{width}}  {'user':<20} {'role':<7} {'state':<6}  label")
         for k in keys:
@@ -580,8 +573,8 @@ def cmd_keys(c: httpx.Client, args: argparse.Namespace) -> None:
                 f"{k['label'] or ''}"
             )
     else:
-        k = check(c.delete(f"/keys/{args.id}"))
-        print(f"key {k['id']} of {k['user']} revoked")
+        k = c.revoke_key(args.id)
+        print(f"key {k.id} of {k.user} revoked")
 
 
 def add_keys_command(p: argparse.ArgumentParser) -> None:
@@ -602,10 +595,8 @@ def add_keys_command(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed client command; returns the exit code and prints errors as one line."""
     url = service_url(args)
-    key = api_key(args)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        with httpx.Client(base_url=url, timeout=600, headers=headers) as c:
+        with Client(url, api_key=api_key(args), timeout=600) as c:
             # A command may end with its own exit code (a CI gate that did not pass); None is done.
             code = args.client(c, args)
         return code if isinstance(code, int) else OK
@@ -618,9 +609,9 @@ def run(args: argparse.Namespace) -> int:
     except JobEnded as exc:
         print(f"error: {exc}", file=sys.stderr)
         return JOB_FAILED
-    except httpx.TransportError as exc:
+    except ServiceUnreachable as exc:
         print(
-            f"cannot reach the service at {url}: {exc}. Is it running (make run)? "
+            f"cannot reach the service at {url}: {exc.reason}. Is it running (make run)? "
             "Set the URL with --url or RAGMETA_URL.",
             file=sys.stderr,
         )
@@ -633,7 +624,8 @@ def run(args: argparse.Namespace) -> int:
         return INTERRUPTED
 
 
-def _dispatch(c: httpx.Client, args: argparse.Namespace) -> int:
-    """Run a parsed command on a given HTTP client (tests pass an in-process one)."""
-    code = args.client(c, args)
+def _dispatch(c: Any, args: argparse.Namespace) -> int:
+    """Run a parsed command on a given client: the Python client, or an httpx client it wraps (tests pass an
+    in-process one)."""
+    code = args.client(c if isinstance(c, Client) else Client(http=c), args)
     return code if isinstance(code, int) else OK

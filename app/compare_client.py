@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from app.cli_common import UsageError, check, output_format, report_import, upload, writable, write_output
+from app.cli_common import UsageError, output_format, plain, readable, report_import, writable, write_output
+from app.sdk import Client
 
 FORMATS = {".json": "json", ".csv": "csv", ".txt": "text", ".svg": "svg"}
 
@@ -85,43 +84,41 @@ def _fmt(args: argparse.Namespace) -> str:
     return fmt or "text"
 
 
-def _fetch(
-    c: httpx.Client, args: argparse.Namespace, path: str, params: dict[str, Any], fmt: str, text: Any
-) -> None:
-    """GET the analysis as CSV (written as is), JSON (pretty) or a terminal table (``text`` of the JSON)."""
+def _emit(args: argparse.Namespace, fmt: str, sent: Any, read: Any, text: Any) -> None:
+    """The analysis as CSV (written as is), JSON (the service's, pretty) or a terminal table (``text`` of the
+    answer); ``sent(format)`` is the answer as the service wrote it, ``read()`` the typed one."""
     if fmt == "csv":
-        params = params | {"format": "csv"}
-    resp = check(c.get(path, params=params))
-    if fmt == "csv":
-        _write(args, resp.text)
+        _write(args, sent("csv"))
     elif fmt == "json":
-        _write(args, json.dumps(resp, indent=2, ensure_ascii=False) + "\n")
+        _write(args, json.dumps(json.loads(sent("json")), indent=2, ensure_ascii=False) + "\n")
     else:
-        _write(args, text(resp))
+        _write(args, text(plain(read())))
 
 
-def cmd_pairwise(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_pairwise(c: Client, args: argparse.Namespace) -> None:
     fmt = _fmt(args)
-    params: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b, "source": args.source, "k": args.k}
+    q: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b, "source": args.source, "k": args.k}
     if fmt == "svg":
-        _write(args, check(c.get("/reports/pairwise.svg", params=params)).text)
+        _write(args, c.pairwise_svg(q).decode("utf-8"))
     else:
-        _fetch(c, args, "/reports/pairwise", params, fmt, pairwise_text)
+        _emit(args, fmt, lambda f: c.pairwise_report_text(q, f), lambda: c.pairwise_report(q), pairwise_text)
 
 
-def cmd_systems(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_systems(c: Client, args: argparse.Namespace) -> None:
     fmt = _fmt(args)
     if fmt == "svg":
         raise UsageError("the system level has no figure: write .json, .csv or .txt")
-    _fetch(c, args, "/reports/systems", {"runs": args.runs, "k": args.k}, fmt, systems_text)
+    sent = lambda f: c.systems_report_text(args.runs, f, k=args.k)  # noqa: E731
+    _emit(args, fmt, sent, lambda: c.systems_report(args.runs, k=args.k), systems_text)
 
 
-def cmd_prefer(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_prefer(c: Client, args: argparse.Namespace) -> None:
     # The bytes go as they are: the service reads the sheet (encoding, separator) and registers its raters.
-    params: dict[str, Any] = {"run_a": args.run_a, "run_b": args.run_b}
-    if args.register_raters:
-        params["register_raters"] = "true"
-    report_import("preferences", upload(c, "/preferences", args.file, params))
+    readable(args.file)
+    imported = c.import_preferences(
+        args.run_a, args.run_b, file=args.file, register_raters=args.register_raters
+    )
+    report_import("preferences", plain(imported))
 
 
 def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:

@@ -8,14 +8,14 @@ given on an answer that changed meanwhile is kept apart, as on the rating page).
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
-import httpx
-
-from app.cli_common import UsageError, as_json, check, get_all, output_format, writable, write_output
+from app.cli_common import UsageError, as_json, output_format, plain, writable, write_output
+from app.sdk import Client
 
 QUESTION_FORMATS = MappingProxyType({".json": "json", ".jsonl": "jsonl", ".csv": "csv"})
 EXPORT_FORMATS = MappingProxyType({".json": "json", ".csv": "csv"})
@@ -39,12 +39,12 @@ def _est(e: dict[str, Any] | None) -> str:
 # ------------------------------------------------------------------------------------------------- raters
 
 
-def cmd_raters(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_raters(c: Client, args: argparse.Namespace) -> None:
     if args.raters_command == "add":
-        r = check(c.post("/raters", json=[{"name": n} for n in args.names]))
-        print(f"raters: {r['created']} registered, {r['unchanged']} already registered")
+        r = c.create_raters([{"name": n} for n in args.names])
+        print(f"raters: {r.created} registered, {r.unchanged} already registered")
         return
-    raters = get_all(c, "/raters")
+    raters = plain(c.all(c.list_raters))
     print(f"{'id':>5}  name")
     for r in raters:
         print(f"{r['id']:>5}  {r['name']}")
@@ -77,7 +77,7 @@ def _progress(t: dict[str, Any]) -> list[str]:
     return lines
 
 
-def cmd_task_create(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_task_create(c: Client, args: argparse.Namespace) -> None:
     body: dict[str, Any] = {
         "name": args.name or f"run {args.run}",
         "run_id": args.run,
@@ -104,7 +104,7 @@ def cmd_task_create(c: httpx.Client, args: argparse.Namespace) -> None:
         body |= {"policy": "active", "active": policy}
     elif any(v is not None for v in (args.budget, args.floor, args.refit_every, args.target_width)):
         raise UsageError("--budget, --floor, --refit-every and --target-width go with --active METRIC")
-    t = check(c.post("/tasks", json=body))
+    t = plain(c.create_task(body))
     print(
         f"task {t['id']} {t['name']!r}: {t['mode']} on run {t['run_id']}"
         + (f" vs {t['run_b_id']}" if t["run_b_id"] else "")
@@ -157,18 +157,18 @@ def estimate_text(e: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_task_estimate(c: httpx.Client, args: argparse.Namespace) -> None:
-    e = check(c.get(f"/tasks/{args.task}/estimate"))
+def cmd_task_estimate(c: Client, args: argparse.Namespace) -> None:
+    e = plain(c.active_estimate(args.task))
     write_output(None, as_json(e) if args.format == "json" else estimate_text(e))
 
 
-def cmd_task_next(c: httpx.Client, args: argparse.Namespace) -> None:
-    n = check(c.post(f"/tasks/{args.task}/next"))
-    print(n["position"] if n["position"] is not None else f"nothing left: {n['reason']}")
+def cmd_task_next(c: Client, args: argparse.Namespace) -> None:
+    n = c.next_item(args.task)
+    print(n.position if n.position is not None else f"nothing left: {n.reason}")
 
 
-def cmd_task_list(c: httpx.Client, args: argparse.Namespace) -> None:
-    tasks = get_all(c, "/me/tasks" if args.mine else "/tasks")
+def cmd_task_list(c: Client, args: argparse.Namespace) -> None:
+    tasks = plain(c.all(c.my_tasks if args.mine else c.list_tasks))
     if not tasks:
         print("no tasks")
         return
@@ -198,19 +198,23 @@ def dashboard_text(d: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cmd_task_dashboard(c: httpx.Client, args: argparse.Namespace) -> None:
-    d = check(c.get(f"/tasks/{args.task}/dashboard", params={"threshold": args.threshold}))
+def cmd_task_dashboard(c: Client, args: argparse.Namespace) -> None:
+    d = plain(c.dashboard(args.task, threshold=args.threshold))
     write_output(None, as_json(d) if args.format == "json" else dashboard_text(d))
 
 
-def cmd_task_export(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_task_export(c: Client, args: argparse.Namespace) -> None:
     fmt = output_format(writable(args.output), EXPORT_FORMATS, "the ratings") if args.output else "csv"
-    resp = check(c.get(f"/tasks/{args.task}/export", params={"format": fmt}))
-    write_output(args.output, resp.text if fmt == "csv" else as_json(resp))
+    write_output(
+        args.output,
+        c.export_text(args.task, "csv")
+        if fmt == "csv"
+        else as_json(json.loads(c.export_text(args.task, "json"))),
+    )
 
 
-def cmd_task_queue(c: httpx.Client, args: argparse.Namespace) -> None:
-    q = check(c.get(f"/tasks/{args.task}/queue"))
+def cmd_task_queue(c: Client, args: argparse.Namespace) -> None:
+    q = plain(c.my_queue(args.task))
     print(f"task {q['task_id']} {q['task']!r} for {q['rater']}: {q['done']} of {q['total']} done")
     print(f"{'position':>8}  {'status':<8} {'score':>5}  {'question_id':<20} question")
     for e in q["entries"]:
@@ -218,8 +222,8 @@ def cmd_task_queue(c: httpx.Client, args: argparse.Namespace) -> None:
         print(f"{e['position']:>8}  {e['status']:<8} {score:>5}  {e['question_id']:<20} {e['question']}")
 
 
-def cmd_task_show(c: httpx.Client, args: argparse.Namespace) -> None:
-    item = check(c.get(f"/tasks/{args.task}/queue/{args.position}"))
+def cmd_task_show(c: Client, args: argparse.Namespace) -> None:
+    item = plain(c.my_item(args.task, args.position))
     r = item["rubric"]
     print(f"[{item['position']}/{item['total']}] {item['question_id']}: {item['question']}")
     if item["reference_answer"] is not None:
@@ -231,16 +235,15 @@ def cmd_task_show(c: httpx.Client, args: argparse.Namespace) -> None:
     print(f"rubric {r['name']!r}: {r['min']} to {r['max']}")
 
 
-def cmd_task_rate(c: httpx.Client, args: argparse.Namespace) -> None:
-    path = f"/tasks/{args.task}/queue/{args.position}"
-    item = check(c.get(path))
+def cmd_task_rate(c: Client, args: argparse.Namespace) -> None:
+    item = plain(c.my_item(args.task, args.position))
     body: dict[str, Any] = {"action": "rate", "score": args.score, "comment": args.comment}
     versions = {a["side"]: a["version"] for a in item["answers"]}
     if "single" in versions:
         body["version"] = versions["single"]
     else:
         body |= {"left_version": versions.get("left"), "right_version": versions.get("right")}
-    r = check(c.put(path, json=body))
+    r = plain(c.act(args.task, args.position, body))
     after = f"next: {r['next_position']}" if r["next_position"] is not None else "queue done"
     stale = " (the answer changed meanwhile: kept apart, rate it again)" if r["stale"] else ""
     print(f"position {r['position']} ({item['question_id']}): {r['status']} {args.score}{stale}; {after}")
@@ -249,32 +252,34 @@ def cmd_task_rate(c: httpx.Client, args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------------ questions
 
 
-def cmd_questions(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_questions(c: Client, args: argparse.Namespace) -> None:
     fmt = output_format(writable(args.output), QUESTION_FORMATS, "questions") if args.output else "jsonl"
-    params: dict[str, Any] = {"format": fmt}
-    if args.include_text:
-        params["include_text"] = "true"
-    resp = check(c.get(f"/datasets/{args.dataset}/questions", params=params))
-    write_output(args.output, as_json(resp) if fmt == "json" else resp.text)
+    if fmt == "json":
+        sent = c.export_questions_text(args.dataset, "json", include_text=args.include_text)
+        content = as_json(json.loads(sent))
+    else:
+        lines: Literal["csv", "jsonl"] = "csv" if fmt == "csv" else "jsonl"
+        content = c.export_questions_text(args.dataset, lines, include_text=args.include_text)
+    write_output(args.output, content)
 
 
 # ---------------------------------------------------------------------------------------------------- undo
 
 
-def cmd_delete(c: httpx.Client, args: argparse.Namespace) -> None:
+def cmd_delete(c: Client, args: argparse.Namespace) -> None:
     what = args.delete_command
-    params: dict[str, Any] = {"cascade": "true"} if getattr(args, "cascade", False) else {}
+    cascade = bool(getattr(args, "cascade", False))
     if what == "dataset":
-        path = f"/datasets/{args.id}"
+        report = c.delete_dataset(args.id, cascade=cascade)
     elif what == "run":
-        path = f"/runs/{args.id}"
+        report = c.delete_run(args.id, cascade=cascade)
     elif what == "ratings":
-        path, params = f"/runs/{args.id}/ratings", {"rater": args.rater}
+        report = c.delete_ratings(args.id, args.rater)
     elif what == "scores":
-        path = f"/runs/{args.id}/scores/{args.metric}"
+        report = c.delete_scores(args.id, args.metric)
     else:
-        path = f"/jobs/{args.id}/results"
-    r = check(c.delete(path, params=params))
+        report = c.delete_job_results(args.id, cascade=cascade)
+    r = plain(report)
     rows = ", ".join(f"{k} {n}" for k, n in r["rows"].items() if n) or "nothing"
     print(f"deleted {r['deleted']}: {rows}")
     for note in r["notes"]:

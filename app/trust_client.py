@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from app.cli_common import NOT_QUALIFIED, UsageError, check
+from app.cli_common import NOT_QUALIFIED, UsageError, plain
 
 
 def _text(body: dict[str, Any]) -> str:
@@ -29,13 +29,14 @@ def _text(body: dict[str, Any]) -> str:
 def _cmd_trust(c: Any, args: argparse.Namespace) -> int:
     if args.require and not args.metric:
         raise UsageError("--require needs --metric NAME: the metric the gate is about")
-    params: dict[str, Any] = {"epsilon": args.epsilon}
-    path = f"/runs/{args.run}/trust"
-    if args.runs:
-        path, params["runs"] = "/trust", ",".join([str(args.run), args.runs])
-    body = check(c.get(path, params=params))
+    runs = ",".join([str(args.run), args.runs]) if args.runs else None
+    if runs:
+        body = plain(c.pooled_trust(runs, epsilon=args.epsilon))
+    else:
+        body = plain(c.run_trust(args.run, epsilon=args.epsilon))
     if args.format == "md":
-        print(check(c.get(path, params={**params, "format": "md"})).text, end="")
+        md = c.pooled_trust_text(runs, "md", epsilon=args.epsilon) if runs else None
+        print(md if md is not None else c.run_trust_text(args.run, "md", epsilon=args.epsilon), end="")
     elif args.format == "json":
         print(json.dumps(body, indent=2, ensure_ascii=False))
     else:

@@ -40,3 +40,17 @@ def assert_envelope(resp: Any, status: int, error: str | None = None) -> dict[st
     if error:
         assert body["error"] == error, body
     return dict(body)
+
+
+def get_pages(c: Any, path: str, params: dict[str, Any]) -> list[Any]:
+    """Every page of a paged export (CSV, JSONL) in order, followed by their ``Link`` headers as a client
+    without ours would (the Python client reads whole exports in one streamed response)."""
+    pages = []
+    resp = c.get(path, params=params)
+    while True:
+        assert resp.status_code == 200, resp.text
+        pages.append(resp)
+        following = resp.links.get("next", {}).get("url")
+        if not following:
+            return pages
+        resp = c.get(following)

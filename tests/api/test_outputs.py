@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli_common import get_all
+import ragmeta
 from tests.api.helpers import MINI, assert_envelope, create_dataset, load_mini, read_jsonl, upload
 
 DOCS = {d["external_id"]: d["text"] for d in read_jsonl(MINI / "documents.jsonl")}
@@ -186,7 +186,8 @@ def test_large_batches_are_stored_exactly(client: TestClient) -> None:
     r = client.post(f"/runs/{run}/outputs", json=outputs)
     assert r.status_code == 200, r.text
     assert r.json()["created"] == n
-    stored = {o["question_id"]: o for o in get_all(client, f"/runs/{run}/outputs")}
+    api = ragmeta.Client(http=client)
+    stored = {o.question_id: o.model_dump(mode="json") for o in api.all(api.list_outputs, run)}
     assert len(stored) == n
     for i in range(n):
         o = stored[f"q{i:03d}"]
@@ -201,7 +202,8 @@ def test_large_batches_are_stored_exactly(client: TestClient) -> None:
     ratings = [{"question_id": f"q{i:03d}", "rater": "alice", "score": 1 + i % 5} for i in order]
     r = client.post(f"/runs/{run}/ratings", json=ratings)
     assert r.status_code == 200, r.text
-    got = {x["question_id"]: x["score"] for x in get_all(client, f"/runs/{run}/ratings")}
+    api = ragmeta.Client(http=client)
+    got = {x.question_id: x.score for x in api.all(api.list_ratings, run)}
     assert got == {f"q{i:03d}": 1 + i % 5 for i in range(n)}
     scores = [{"question_id": f"q{i:03d}", "metric": "external.m", "value": i / 3} for i in order]
     r = client.post(f"/runs/{run}/scores", json=scores)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli_common import get_all, get_pages
+import ragmeta
 from services.pagination import encode_cursor
-from tests.api.helpers import assert_envelope, create_dataset
+from tests.api.helpers import assert_envelope, create_dataset, get_pages
 from tests.api.test_outputs import make_run
 
 N = 23
@@ -64,7 +64,9 @@ def test_outputs_are_read_page_by_page_in_question_order(client: TestClient) -> 
     assert ids == [f"q{i:02d}" for i in range(N)]
     # The chunks' documents are named on every page, not only on the first.
     assert [o["retrieved"][0]["document_id"] for p in pages for o in p] == [f"d{i:02d}" for i in range(N)]
-    assert get_all(client, f"/runs/{run}/outputs") == [o for p in pages for o in p]
+    api = ragmeta.Client(http=client)
+    every = [o.model_dump(mode="json") for o in api.all(api.list_outputs, run, limit=7)]
+    assert every == [o for p in pages for o in p]
     # An exact multiple of the limit ends without an empty page.
     assert [len(p) for p in _walk(client, f"/runs/{run}/outputs", N)] == [N]
 

@@ -22,7 +22,7 @@ from tests.api.test_outputs import make_run
 from tests.conftest import issue_key
 
 APP = Path(__file__).resolve().parents[2] / "app"
-CLI_MODULES = ["cli", "cli_common", "client", "compare_client", "team_client"]
+CLI_MODULES = ["cli", "cli_common", "client", "compare_client", "team_client", "trust_client", "gate"]
 
 
 def run(c: TestClient, *argv: str) -> int:
@@ -216,3 +216,28 @@ def test_the_cli_modules_import_no_private_names_and_form_no_circle() -> None:
 
     circles = [m for m in CLI_MODULES if reaches(m, m, set())]
     assert not circles, graph
+
+
+def test_the_cli_modules_hold_no_http_code_of_their_own() -> None:
+    """Every request of a command goes through the Python client (app.sdk): no CLI module imports an HTTP
+    library, and none builds a request by hand."""
+    http = {"httpx", "requests", "urllib.request", "http.client", "aiohttp"}
+    for m in CLI_MODULES:
+        imported = {target for target, _ in _imports(m)}
+        assert not imported & http, f"app/{m}.py imports {sorted(imported & http)}"
+        tree = ast.parse((APP / f"{m}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "post", "put", "patch", "delete", "request", "stream")
+                and any(_is_path(a) for a in node.args)
+            ):
+                raise AssertionError(f"app/{m}.py line {node.lineno} sends a request by hand")
+
+
+def _is_path(arg: ast.expr) -> bool:
+    """A URL path written out: "/runs", f"/runs/{run}"."""
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        arg = arg.values[0]
+    return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("/")

@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 
 import httpx
 
-from app.cli_common import get_all
+import ragmeta
 from tests.conftest import Live
 from tests.integration.test_concurrency import HANG_GUARD_S, N_CLIENTS, N_QUESTIONS, _outputs, _seed
 from tests.live import concurrently
@@ -50,7 +50,8 @@ def _batch(a: int, b: int, rater: int, mirrored: bool) -> tuple[dict[str, int], 
 
 def _stored(live: Live, a: int, b: int) -> list[dict[str, object]]:
     with httpx.Client(base_url=live.url, headers=live.headers, timeout=HANG_GUARD_S) as c:
-        return get_all(c, "/preferences", {"run_a": a, "run_b": b})
+        api = ragmeta.Client(http=c)
+        return [p.model_dump(mode="json") for p in api.all(api.list_preferences, a, b)]
 
 
 def test_eight_preference_batches_both_orientations_each_row_once(live_server: Live) -> None:
@@ -106,7 +107,8 @@ def test_identical_batches_race_and_answers_change_under_them(live_server: Live)
     winners = {(int(str(p["question_id"])[1:]), p["preference"]) for p in stored}
     assert len({(v - q) % 5 for q, v in winners}) == 1  # one batch's values, never a mix
     with httpx.Client(base_url=live_server.url, headers=live_server.headers, timeout=HANG_GUARD_S) as c:
-        outputs = get_all(c, f"/runs/{b}/outputs")
+        api = ragmeta.Client(http=c)
+        outputs = [o.model_dump(mode="json") for o in api.all(api.list_outputs, b)]
         read = c.get("/reports/pairwise", params={"run_a": a, "run_b": b, "source": "absolute"}).json()
     # All of run B's answers changed together in each output batch: the preferences are all current or all
     # stale, and the report's count says the same as the listing.
