@@ -3,6 +3,7 @@ operation builds (app.sdk.operations) and the sync and async clients send (app.s
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,15 +53,105 @@ def body(value: Any) -> Any:
     return value
 
 
-def parsed(kind: Any) -> Callable[[httpx.Response], Any]:
-    """Read a JSON answer into ``kind`` (a schema of the service, or a list or union of them)."""
-    adapter: TypeAdapter[Any] = TypeAdapter(kind)
+# Where each schema an answer is read into lives: a schema's module is imported when an operation that
+# answers with it is called, so a command loads the modules its own requests need and no other (the
+# service's schema modules bring the store and the statistics with them).
+SCHEMA_HOMES: dict[str, str] = {
+    "ActionResult": "services.tasks.schemas",
+    "ActiveEstimate": "services.tasks.schemas",
+    "AgreementRead": "services.reports.schemas",
+    "AnswerRequest": "services.rag.schemas",
+    "AnswerResponse": "services.rag.schemas",
+    "Dashboard": "services.tasks.schemas",
+    "DatasetCreate": "services.datasets.schemas",
+    "DatasetRead": "services.datasets.schemas",
+    "DeleteReport": "services.deletion.service",
+    "DocumentCreate": "services.datasets.schemas",
+    "ExportRow": "services.tasks.schemas",
+    "ExternalScoreIn": "services.scores.service",
+    "GenerateJobRead": "services.rag.schemas",
+    "GenerateRequest": "services.rag.schemas",
+    "Health": "app.routers.health",
+    "ImportReport": "services.datasets.schemas",
+    "IndexJobRead": "services.rag.schemas",
+    "IndexRequest": "services.rag.schemas",
+    "InlineScoreRequest": "services.metrics.inline",
+    "InlineScoreResponse": "services.metrics.inline",
+    "ItemAction": "services.tasks.schemas",
+    "ItemView": "services.tasks.schemas",
+    "JobKindRead": "services.workers",
+    "JudgeConfigurations": "services.reports.estimate_schemas",
+    "JudgeSensitivity": "services.reports.estimate_schemas",
+    "KeyCreate": "services.accounts.schemas",
+    "KeyIssued": "services.accounts.schemas",
+    "KeyRead": "services.accounts.schemas",
+    "Liveness": "app.routers.health",
+    "Me": "services.accounts.schemas",
+    "MetricInfo": "app.routers.scoring",
+    "MetricItems": "services.reports.schemas",
+    "NextItem": "services.tasks.schemas",
+    "OutputRead": "services.runs.schemas",
+    "PairwiseQuery": "app.routers.comparisons",
+    "PairwiseRead": "services.reports.comparison_schemas",
+    "PreferenceIn": "services.ratings.schemas",
+    "PreferenceRead": "services.ratings.schemas",
+    "QuestionCreate": "services.datasets.schemas",
+    "Queue": "services.tasks.schemas",
+    "RaterCreate": "services.ratings.schemas",
+    "RaterRead": "services.ratings.schemas",
+    "RatingIn": "services.ratings.schemas",
+    "RatingRead": "services.ratings.schemas",
+    "Readiness": "app.routers.health",
+    "ReportRead": "services.reports.schemas",
+    "RetrieveRequest": "services.rag.schemas",
+    "RetrieveResponse": "services.rag.schemas",
+    "RubricCreate": "services.ratings.schemas",
+    "RubricRead": "services.ratings.schemas",
+    "RunCreate": "services.runs.schemas",
+    "RunEstimate": "services.reports.estimate_schemas",
+    "RunRead": "services.runs.schemas",
+    "ScoreTable": "app.routers.scores",
+    "ScoringJobRead": "services.metrics.schemas",
+    "ScoringRequest": "services.metrics.scoring",
+    "StabilityReport": "services.reports.stability",
+    "StudyImportRead": "services.studies.schemas",
+    "SystemsRead": "services.reports.comparison_schemas",
+    "TaskCreate": "services.tasks.schemas",
+    "TaskRead": "services.tasks.schemas",
+    "TraceIngestRead": "services.otlp.schemas",
+    "TrustRead": "services.reports.trust_schemas",
+    "UserCreate": "services.accounts.schemas",
+    "UserRead": "services.accounts.schemas",
+    "UserUpdate": "services.accounts.schemas",
+}
+
+
+class _Schemas(dict[str, Any]):
+    """The names a kind is written with, each imported from its home on first use."""
+
+    def __missing__(self, name: str) -> Any:
+        home = SCHEMA_HOMES.get(name)
+        if home is None:
+            raise KeyError(name)
+        value = getattr(importlib.import_module(home), name)
+        self[name] = value
+        return value
+
+
+def schema(kind: str) -> Any:
+    """The type written ``kind`` (``"RunRead"``, ``"list[ExportRow]"``), its schemas imported now."""
+    return eval(kind, {"__builtins__": {"list": list}}, _Schemas())
+
+
+def parsed(kind: str) -> Callable[[httpx.Response], Any]:
+    """Read a JSON answer into ``kind`` (a schema of the service, or a list of them, by name)."""
+    adapter: TypeAdapter[Any] = TypeAdapter(schema(kind))
     return lambda resp: adapter.validate_json(resp.content)
 
 
-def paged(kind: Any) -> Callable[[httpx.Response], Page[Any]]:
+def paged(kind: str) -> Callable[[httpx.Response], Page[Any]]:
     """Read one page of a list: its rows, and the next page's cursor from ``X-Next-Cursor``."""
-    adapter: TypeAdapter[list[Any]] = TypeAdapter(list[kind])
+    adapter: TypeAdapter[list[Any]] = TypeAdapter(list[schema(kind)])  # type: ignore[misc,arg-type]
     return lambda resp: Page(adapter.validate_json(resp.content), resp.headers.get("x-next-cursor"))
 
 

@@ -20,14 +20,16 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
 from app.sdk import operations as ops
 from app.sdk.call import Call, Page
 from app.sdk.errors import JobFailed, ServiceUnreachable, error_for
-from services.workers import JobKindRead
+
+if TYPE_CHECKING:
+    from services.workers import JobKindRead
 
 P = ParamSpec("P")
 T = TypeVar("T")

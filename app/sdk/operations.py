@@ -13,62 +13,71 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from app.sdk.call import Call, Page, Upload, body, paged, parsed, query, raw, text
-from services.accounts.schemas import KeyCreate, KeyIssued, KeyRead, Me, UserCreate, UserRead, UserUpdate
-from services.datasets.schemas import DatasetCreate, DatasetRead, DocumentCreate, ImportReport, QuestionCreate
-from services.deletion.service import DeleteReport
-from services.metrics.inline import InlineScoreRequest, InlineScoreResponse
-from services.metrics.schemas import ScoringJobRead
-from services.metrics.scoring import ScoringRequest
-from services.rag.schemas import (
-    AnswerRequest,
-    AnswerResponse,
-    GenerateJobRead,
-    GenerateRequest,
-    IndexJobRead,
-    IndexRequest,
-    RetrieveRequest,
-    RetrieveResponse,
-)
-from services.ratings.schemas import (
-    PreferenceIn,
-    PreferenceRead,
-    RaterCreate,
-    RaterRead,
-    RatingIn,
-    RatingRead,
-    RubricCreate,
-    RubricRead,
-)
-from services.reports.comparison_schemas import PairwiseRead, SystemsRead
-from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
-from services.reports.schemas import AgreementRead, MetricItems, ReportRead
-from services.reports.trust_schemas import TrustRead
-from services.runs.schemas import OutputRead, RunCreate, RunRead
-from services.scores.service import ExternalScoreIn
-from services.studies.schemas import StudyImportRead
-from services.tasks.schemas import (
-    ActionResult,
-    ActiveEstimate,
-    Dashboard,
-    ExportRow,
-    ItemAction,
-    ItemView,
-    NextItem,
-    Queue,
-    TaskCreate,
-    TaskRead,
-)
-from services.workers import JobKindRead
 
 if TYPE_CHECKING:
+    # The service's schemas, for the annotations; an operation's answer is read into its schema by name
+    # (app.sdk.call.SCHEMA_HOMES), importing only that schema's module when the operation is called: a
+    # command imports what its own requests need, not the store and statistics behind every schema.
     # Declared beside their routes; imported where an operation is built, not with the client: the routers'
     # modules bring the report machinery (scipy), which a command that does not read them must not load.
     from app.routers.comparisons import PairwiseQuery
     from app.routers.health import Health, Liveness, Readiness
     from app.routers.scores import ScoreTable
     from app.routers.scoring import MetricInfo
+    from services.accounts.schemas import KeyCreate, KeyIssued, KeyRead, Me, UserCreate, UserRead, UserUpdate
+    from services.datasets.schemas import (
+        DatasetCreate,
+        DatasetRead,
+        DocumentCreate,
+        ImportReport,
+        QuestionCreate,
+    )
+    from services.deletion.service import DeleteReport
+    from services.metrics.inline import InlineScoreRequest, InlineScoreResponse
+    from services.metrics.schemas import ScoringJobRead
+    from services.metrics.scoring import ScoringRequest
     from services.otlp.schemas import TraceIngestRead
+    from services.rag.schemas import (
+        AnswerRequest,
+        AnswerResponse,
+        GenerateJobRead,
+        GenerateRequest,
+        IndexJobRead,
+        IndexRequest,
+        RetrieveRequest,
+        RetrieveResponse,
+    )
+    from services.ratings.schemas import (
+        PreferenceIn,
+        PreferenceRead,
+        RaterCreate,
+        RaterRead,
+        RatingIn,
+        RatingRead,
+        RubricCreate,
+        RubricRead,
+    )
+    from services.reports.comparison_schemas import PairwiseRead, SystemsRead
+    from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
+    from services.reports.schemas import AgreementRead, MetricItems, ReportRead
     from services.reports.stability import StabilityReport
+    from services.reports.trust_schemas import TrustRead
+    from services.runs.schemas import OutputRead, RunCreate, RunRead
+    from services.scores.service import ExternalScoreIn
+    from services.studies.schemas import StudyImportRead
+    from services.tasks.schemas import (
+        ActionResult,
+        ActiveEstimate,
+        Dashboard,
+        ExportRow,
+        ItemAction,
+        ItemView,
+        NextItem,
+        Queue,
+        TaskCreate,
+        TaskRead,
+    )
+    from services.workers import JobKindRead
 
 F = TypeVar("F", bound=Callable[..., Call[Any]])
 
@@ -121,23 +130,20 @@ Runs = str | Sequence[int]
 
 @operation("GET", "/healthz")
 def healthz() -> Call[Health]:
-    from app.routers.health import Health
 
-    return Call("GET", "/healthz", parsed(Health))
+    return Call("GET", "/healthz", parsed("Health"))
 
 
 @operation("GET", "/livez")
 def livez() -> Call[Liveness]:
-    from app.routers.health import Liveness
 
-    return Call("GET", "/livez", parsed(Liveness))
+    return Call("GET", "/livez", parsed("Liveness"))
 
 
 @operation("GET", "/readyz")
 def readyz() -> Call[Readiness]:
-    from app.routers.health import Readiness
 
-    return Call("GET", "/readyz", parsed(Readiness))
+    return Call("GET", "/readyz", parsed("Readiness"))
 
 
 @operation("GET", "/-/metrics")
@@ -150,22 +156,22 @@ def prometheus_metrics() -> Call[str]:
 
 @operation("POST", "/datasets")
 def create_dataset(data: DatasetCreate | Json) -> Call[DatasetRead]:
-    return Call("POST", "/datasets", parsed(DatasetRead), json=body(data))
+    return Call("POST", "/datasets", parsed("DatasetRead"), json=body(data))
 
 
 @operation("GET", "/datasets")
 def list_datasets(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[DatasetRead]]:
-    return Call("GET", "/datasets", paged(DatasetRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/datasets", paged("DatasetRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("GET", "/datasets/{dataset_id}")
 def get_dataset(dataset_id: int) -> Call[DatasetRead]:
-    return Call("GET", f"/datasets/{dataset_id}", parsed(DatasetRead))
+    return Call("GET", f"/datasets/{dataset_id}", parsed("DatasetRead"))
 
 
 @operation("DELETE", "/datasets/{dataset_id}")
 def delete_dataset(dataset_id: int, *, cascade: bool = False) -> Call[DeleteReport]:
-    return Call("DELETE", f"/datasets/{dataset_id}", parsed(DeleteReport), query(cascade=cascade or None))
+    return Call("DELETE", f"/datasets/{dataset_id}", parsed("DeleteReport"), query(cascade=cascade or None))
 
 
 @operation("POST", "/datasets/{dataset_id}/documents")
@@ -173,12 +179,12 @@ def import_documents(
     dataset_id: int, rows: Sequence[DocumentCreate | Json] | None = None, *, file: Upload | None = None
 ) -> Call[ImportReport]:
     path = f"/datasets/{dataset_id}/documents"
-    return Call("POST", path, parsed(ImportReport), **_rows_or_file(rows, file, "documents"))
+    return Call("POST", path, parsed("ImportReport"), **_rows_or_file(rows, file, "documents"))
 
 
 @operation("GET", "/datasets/{dataset_id}/documents")
 def export_documents(dataset_id: int) -> Call[list[DocumentCreate]]:
-    return Call("GET", f"/datasets/{dataset_id}/documents", parsed(list[DocumentCreate]))
+    return Call("GET", f"/datasets/{dataset_id}/documents", parsed("list[DocumentCreate]"))
 
 
 @operation("GET", "/datasets/{dataset_id}/documents")
@@ -198,13 +204,13 @@ def import_questions(
     dataset_id: int, rows: Sequence[QuestionCreate | Json] | None = None, *, file: Upload | None = None
 ) -> Call[ImportReport]:
     path = f"/datasets/{dataset_id}/questions"
-    return Call("POST", path, parsed(ImportReport), **_rows_or_file(rows, file, "questions"))
+    return Call("POST", path, parsed("ImportReport"), **_rows_or_file(rows, file, "questions"))
 
 
 @operation("GET", "/datasets/{dataset_id}/questions")
 def export_questions(dataset_id: int, *, include_text: bool = False) -> Call[list[QuestionCreate]]:
     params = query(include_text=include_text or None)
-    return Call("GET", f"/datasets/{dataset_id}/questions", parsed(list[QuestionCreate]), params)
+    return Call("GET", f"/datasets/{dataset_id}/questions", parsed("list[QuestionCreate]"), params)
 
 
 @operation("GET", "/datasets/{dataset_id}/questions")
@@ -222,17 +228,17 @@ def export_questions_text(
 
 @operation("POST", "/datasets/{dataset_id}/index")
 def index_dataset(dataset_id: int, data: IndexRequest | Json | None = None) -> Call[IndexJobRead]:
-    return Call("POST", f"/datasets/{dataset_id}/index", parsed(IndexJobRead), json=body(data))
+    return Call("POST", f"/datasets/{dataset_id}/index", parsed("IndexJobRead"), json=body(data))
 
 
 @operation("POST", "/datasets/{dataset_id}/retrieve")
 def retrieve(dataset_id: int, data: RetrieveRequest | Json) -> Call[RetrieveResponse]:
-    return Call("POST", f"/datasets/{dataset_id}/retrieve", parsed(RetrieveResponse), json=body(data))
+    return Call("POST", f"/datasets/{dataset_id}/retrieve", parsed("RetrieveResponse"), json=body(data))
 
 
 @operation("POST", "/datasets/{dataset_id}/answer")
 def answer(dataset_id: int, data: AnswerRequest | Json) -> Call[AnswerResponse]:
-    return Call("POST", f"/datasets/{dataset_id}/answer", parsed(AnswerResponse), json=body(data))
+    return Call("POST", f"/datasets/{dataset_id}/answer", parsed("AnswerResponse"), json=body(data))
 
 
 # -------------------------------------------------------------------------------------------------- runs
@@ -240,27 +246,27 @@ def answer(dataset_id: int, data: AnswerRequest | Json) -> Call[AnswerResponse]:
 
 @operation("POST", "/datasets/{dataset_id}/runs")
 def create_run(dataset_id: int, data: RunCreate | Json) -> Call[RunRead]:
-    return Call("POST", f"/datasets/{dataset_id}/runs", parsed(RunRead), json=body(data))
+    return Call("POST", f"/datasets/{dataset_id}/runs", parsed("RunRead"), json=body(data))
 
 
 @operation("GET", "/datasets/{dataset_id}/runs")
 def list_runs(dataset_id: int, *, limit: int | None = None, cursor: str | None = None) -> Call[Page[RunRead]]:
-    return Call("GET", f"/datasets/{dataset_id}/runs", paged(RunRead), query(limit=limit, cursor=cursor))
+    return Call("GET", f"/datasets/{dataset_id}/runs", paged("RunRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("GET", "/runs/{run_id}")
 def get_run(run_id: int) -> Call[RunRead]:
-    return Call("GET", f"/runs/{run_id}", parsed(RunRead))
+    return Call("GET", f"/runs/{run_id}", parsed("RunRead"))
 
 
 @operation("DELETE", "/runs/{run_id}")
 def delete_run(run_id: int, *, cascade: bool = False) -> Call[DeleteReport]:
-    return Call("DELETE", f"/runs/{run_id}", parsed(DeleteReport), query(cascade=cascade or None))
+    return Call("DELETE", f"/runs/{run_id}", parsed("DeleteReport"), query(cascade=cascade or None))
 
 
 @operation("POST", "/runs/{run_id}/generate")
 def generate(run_id: int, data: GenerateRequest | Json | None = None) -> Call[GenerateJobRead]:
-    return Call("POST", f"/runs/{run_id}/generate", parsed(GenerateJobRead), json=body(data))
+    return Call("POST", f"/runs/{run_id}/generate", parsed("GenerateJobRead"), json=body(data))
 
 
 @operation("POST", "/runs/{run_id}/outputs")
@@ -272,14 +278,14 @@ def import_outputs(
     format: Literal["auto", "native", "ragas", "ragchecker"] | None = None,
 ) -> Call[ImportReport]:
     sent = _rows_or_file(rows, file, "outputs")
-    return Call("POST", f"/runs/{run_id}/outputs", parsed(ImportReport), query(format=format), **sent)
+    return Call("POST", f"/runs/{run_id}/outputs", parsed("ImportReport"), query(format=format), **sent)
 
 
 @operation("GET", "/runs/{run_id}/outputs")
 def list_outputs(
     run_id: int, *, limit: int | None = None, cursor: str | None = None
 ) -> Call[Page[OutputRead]]:
-    return Call("GET", f"/runs/{run_id}/outputs", paged(OutputRead), query(limit=limit, cursor=cursor))
+    return Call("GET", f"/runs/{run_id}/outputs", paged("OutputRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("POST", "/runs/{run_id}/scores")
@@ -302,14 +308,13 @@ def import_scores(
         metrics=metrics,
     )
     sent = _rows_or_file(rows, file, "scores")
-    return Call("POST", f"/runs/{run_id}/scores", parsed(ImportReport), params, **sent)
+    return Call("POST", f"/runs/{run_id}/scores", parsed("ImportReport"), params, **sent)
 
 
 @operation("GET", "/runs/{run_id}/scores")
 def get_scores(run_id: int) -> Call[ScoreTable]:
-    from app.routers.scores import ScoreTable
 
-    return Call("GET", f"/runs/{run_id}/scores", parsed(ScoreTable), {"format": "json"})
+    return Call("GET", f"/runs/{run_id}/scores", parsed("ScoreTable"), {"format": "json"})
 
 
 @operation("GET", "/runs/{run_id}/scores")
@@ -325,7 +330,7 @@ def get_scores_text(
 
 @operation("DELETE", "/runs/{run_id}/scores/{metric}")
 def delete_scores(run_id: int, metric: str) -> Call[DeleteReport]:
-    return Call("DELETE", f"/runs/{run_id}/scores/{metric}", parsed(DeleteReport))
+    return Call("DELETE", f"/runs/{run_id}/scores/{metric}", parsed("DeleteReport"))
 
 
 # ----------------------------------------------------------------------------------------------- scoring
@@ -333,19 +338,18 @@ def delete_scores(run_id: int, metric: str) -> Call[DeleteReport]:
 
 @operation("GET", "/metrics")
 def list_metrics(*, language: str | None = None) -> Call[list[MetricInfo]]:
-    from app.routers.scoring import MetricInfo
 
-    return Call("GET", "/metrics", parsed(list[MetricInfo]), query(language=language))
+    return Call("GET", "/metrics", parsed("list[MetricInfo]"), query(language=language))
 
 
 @operation("POST", "/runs/{run_id}/scoring-jobs")
 def create_scoring(run_id: int, data: ScoringRequest | Json | None = None) -> Call[ScoringJobRead]:
-    return Call("POST", f"/runs/{run_id}/scoring-jobs", parsed(ScoringJobRead), json=body(data or {}))
+    return Call("POST", f"/runs/{run_id}/scoring-jobs", parsed("ScoringJobRead"), json=body(data or {}))
 
 
 @operation("POST", "/score")
 def score_samples(data: InlineScoreRequest | Json) -> Call[InlineScoreResponse]:
-    return Call("POST", "/score", parsed(InlineScoreResponse), json=body(data))
+    return Call("POST", "/score", parsed("InlineScoreResponse"), json=body(data))
 
 
 # ----------------------------------------------------------------------------------------------- reports
@@ -353,12 +357,12 @@ def score_samples(data: InlineScoreRequest | Json) -> Call[InlineScoreResponse]:
 
 @operation("GET", "/runs/{run_id}/agreement")
 def agreement(run_id: int, *, seed: int | None = None) -> Call[AgreementRead]:
-    return Call("GET", f"/runs/{run_id}/agreement", parsed(AgreementRead), query(seed=seed))
+    return Call("GET", f"/runs/{run_id}/agreement", parsed("AgreementRead"), query(seed=seed))
 
 
 @operation("GET", "/runs/{run_id}/report")
 def run_report(run_id: int, **options: Unpack[ReportOptions]) -> Call[ReportRead]:
-    return Call("GET", f"/runs/{run_id}/report", parsed(ReportRead), query(**options))
+    return Call("GET", f"/runs/{run_id}/report", parsed("ReportRead"), query(**options))
 
 
 @operation("GET", "/runs/{run_id}/report")
@@ -370,7 +374,7 @@ def run_report_text(
 
 @operation("GET", "/report")
 def pooled_report(runs: Runs, **options: Unpack[ReportOptions]) -> Call[ReportRead]:
-    return Call("GET", "/report", parsed(ReportRead), query(runs=_csv(runs), **options))
+    return Call("GET", "/report", parsed("ReportRead"), query(runs=_csv(runs), **options))
 
 
 @operation("GET", "/report")
@@ -422,7 +426,7 @@ def pooled_pdf(runs: Runs, **options: Unpack[ReportOptions]) -> Call[bytes]:
 
 @operation("GET", "/runs/{run_id}/metrics/{metric}/items")
 def metric_items(run_id: int, metric: str, **options: Unpack[ReportOptions]) -> Call[MetricItems]:
-    return Call("GET", f"/runs/{run_id}/metrics/{metric}/items", parsed(MetricItems), query(**options))
+    return Call("GET", f"/runs/{run_id}/metrics/{metric}/items", parsed("MetricItems"), query(**options))
 
 
 @operation("GET", "/runs/{run_id}/metrics/{metric}/items.html")
@@ -433,7 +437,7 @@ def metric_items_html(run_id: int, metric: str, **options: Unpack[ReportOptions]
 @operation("GET", "/report/metrics/{metric}/items")
 def pooled_metric_items(runs: Runs, metric: str, **options: Unpack[ReportOptions]) -> Call[MetricItems]:
     params = query(runs=_csv(runs), **options)
-    return Call("GET", f"/report/metrics/{metric}/items", parsed(MetricItems), params)
+    return Call("GET", f"/report/metrics/{metric}/items", parsed("MetricItems"), params)
 
 
 @operation("GET", "/report/metrics/{metric}/items.html")
@@ -449,7 +453,7 @@ def run_estimate(
     run_id: int, *, k: int | None = None, confidence: float | None = None, target_width: float | None = None
 ) -> Call[RunEstimate]:
     params = query(k=k, confidence=confidence, target_width=target_width)
-    return Call("GET", f"/runs/{run_id}/estimate", parsed(RunEstimate), params)
+    return Call("GET", f"/runs/{run_id}/estimate", parsed("RunEstimate"), params)
 
 
 @operation("GET", "/runs/{run_id}/estimate")
@@ -467,14 +471,14 @@ def run_estimate_text(
 
 @operation("GET", "/runs/{run_id}/judge-configurations")
 def run_judge_configurations(run_id: int) -> Call[JudgeConfigurations]:
-    return Call("GET", f"/runs/{run_id}/judge-configurations", parsed(JudgeConfigurations))
+    return Call("GET", f"/runs/{run_id}/judge-configurations", parsed("JudgeConfigurations"))
 
 
 @operation("GET", "/runs/{run_id}/judge-sensitivity")
 def run_judge_sensitivity(
     run_id: int, *, a: str | None = None, b: str | None = None
 ) -> Call[JudgeSensitivity]:
-    return Call("GET", f"/runs/{run_id}/judge-sensitivity", parsed(JudgeSensitivity), query(a=a, b=b))
+    return Call("GET", f"/runs/{run_id}/judge-sensitivity", parsed("JudgeSensitivity"), query(a=a, b=b))
 
 
 @operation("GET", "/runs/{run_id}/judge-sensitivity")
@@ -486,9 +490,8 @@ def run_judge_sensitivity_text(
 
 @operation("GET", "/runs/{run_id}/stability")
 def run_stability(run_id: int) -> Call[StabilityReport]:
-    from services.reports.stability import StabilityReport
 
-    return Call("GET", f"/runs/{run_id}/stability", parsed(StabilityReport))
+    return Call("GET", f"/runs/{run_id}/stability", parsed("StabilityReport"))
 
 
 @operation("GET", "/runs/{run_id}/stability")
@@ -498,7 +501,7 @@ def run_stability_text(run_id: int, format: Literal["json", "csv", "md"]) -> Cal
 
 @operation("GET", "/runs/{run_id}/trust")
 def run_trust(run_id: int, *, epsilon: float | None = None, seed: int | None = None) -> Call[TrustRead]:
-    return Call("GET", f"/runs/{run_id}/trust", parsed(TrustRead), query(epsilon=epsilon, seed=seed))
+    return Call("GET", f"/runs/{run_id}/trust", parsed("TrustRead"), query(epsilon=epsilon, seed=seed))
 
 
 @operation("GET", "/runs/{run_id}/trust")
@@ -514,7 +517,7 @@ def run_trust_text(
 
 @operation("GET", "/trust")
 def pooled_trust(runs: Runs, *, epsilon: float | None = None, seed: int | None = None) -> Call[TrustRead]:
-    return Call("GET", "/trust", parsed(TrustRead), query(runs=_csv(runs), epsilon=epsilon, seed=seed))
+    return Call("GET", "/trust", parsed("TrustRead"), query(runs=_csv(runs), epsilon=epsilon, seed=seed))
 
 
 @operation("GET", "/trust")
@@ -535,7 +538,7 @@ def _pairwise(q: PairwiseQuery | Json) -> dict[str, Any]:
 
 @operation("GET", "/reports/pairwise")
 def pairwise_report(q: PairwiseQuery | Json) -> Call[PairwiseRead]:
-    return Call("GET", "/reports/pairwise", parsed(PairwiseRead), _pairwise(q))
+    return Call("GET", "/reports/pairwise", parsed("PairwiseRead"), _pairwise(q))
 
 
 @operation("GET", "/reports/pairwise")
@@ -558,7 +561,7 @@ def systems_report(
     runs: Runs, *, k: int | None = None, seed: int | None = None, n_resamples: int | None = None
 ) -> Call[SystemsRead]:
     params = query(runs=_csv(runs), k=k, seed=seed, n_resamples=n_resamples)
-    return Call("GET", "/reports/systems", parsed(SystemsRead), params)
+    return Call("GET", "/reports/systems", parsed("SystemsRead"), params)
 
 
 @operation("GET", "/reports/systems")
@@ -585,7 +588,7 @@ def import_preferences(
 ) -> Call[ImportReport]:
     params = query(run_a=run_a, run_b=run_b, register_raters=register_raters or None)
     sent = _rows_or_file(rows, file, "preferences")
-    return Call("POST", "/preferences", parsed(ImportReport), params, **sent)
+    return Call("POST", "/preferences", parsed("ImportReport"), params, **sent)
 
 
 @operation("GET", "/preferences")
@@ -593,7 +596,7 @@ def list_preferences(
     run_a: int, run_b: int, *, limit: int | None = None, cursor: str | None = None
 ) -> Call[Page[PreferenceRead]]:
     params = query(run_a=run_a, run_b=run_b, limit=limit, cursor=cursor)
-    return Call("GET", "/preferences", paged(PreferenceRead), params)
+    return Call("GET", "/preferences", paged("PreferenceRead"), params)
 
 
 # -------------------------------------------------------------------------------------------------- jobs
@@ -603,27 +606,27 @@ def list_preferences(
 def list_jobs(
     *, status: str | None = None, limit: int | None = None, cursor: str | None = None
 ) -> Call[Page[JobKindRead]]:
-    return Call("GET", "/jobs", paged(JobKindRead), query(status=status, limit=limit, cursor=cursor))
+    return Call("GET", "/jobs", paged("JobKindRead"), query(status=status, limit=limit, cursor=cursor))
 
 
 @operation("GET", "/jobs/{job_id}")
 def get_job(job_id: int) -> Call[JobKindRead]:
-    return Call("GET", f"/jobs/{job_id}", parsed(JobKindRead))
+    return Call("GET", f"/jobs/{job_id}", parsed("JobKindRead"))
 
 
 @operation("POST", "/jobs/{job_id}/cancel")
 def cancel_job(job_id: int) -> Call[JobKindRead]:
-    return Call("POST", f"/jobs/{job_id}/cancel", parsed(JobKindRead))
+    return Call("POST", f"/jobs/{job_id}/cancel", parsed("JobKindRead"))
 
 
 @operation("POST", "/jobs/{job_id}/resume")
 def resume_job(job_id: int) -> Call[JobKindRead]:
-    return Call("POST", f"/jobs/{job_id}/resume", parsed(JobKindRead))
+    return Call("POST", f"/jobs/{job_id}/resume", parsed("JobKindRead"))
 
 
 @operation("DELETE", "/jobs/{job_id}/results")
 def delete_job_results(job_id: int, *, cascade: bool = False) -> Call[DeleteReport]:
-    return Call("DELETE", f"/jobs/{job_id}/results", parsed(DeleteReport), query(cascade=cascade or None))
+    return Call("DELETE", f"/jobs/{job_id}/results", parsed("DeleteReport"), query(cascade=cascade or None))
 
 
 # ----------------------------------------------------------------------------------------- study, traces
@@ -645,7 +648,7 @@ def import_study(
     sent += [(name, f) for name, f in (("corpus", corpus), ("passages", passages)) if f is not None]
     sent += [("ratings", f) for f in ratings] + [("preferences", f) for f in preferences]
     data = {k: str(v) for k, v in fields.items() if v is not None}
-    return Call("POST", "/studies/import", parsed(StudyImportRead), data=data, files=tuple(sent))
+    return Call("POST", "/studies/import", parsed("StudyImportRead"), data=data, files=tuple(sent))
 
 
 @operation("POST", "/v1/traces")
@@ -658,13 +661,12 @@ def export_traces(
     content_encoding: str | None = None,
 ) -> Call[TraceIngestRead]:
     """An OTLP/HTTP trace export (the bytes an OpenTelemetry exporter sends) into ``run`` of ``dataset``."""
-    from services.otlp.schemas import TraceIngestRead
 
     headers = {"content-type": content_type}
     headers |= query(
         **{"x-ragmeta-dataset": dataset, "x-ragmeta-run": run, "content-encoding": content_encoding}
     )
-    return Call("POST", "/v1/traces", parsed(TraceIngestRead), content=payload, headers=headers)
+    return Call("POST", "/v1/traces", parsed("TraceIngestRead"), content=payload, headers=headers)
 
 
 # ------------------------------------------------------------------------------------------------ ratings
@@ -682,39 +684,39 @@ def import_ratings(
 ) -> Call[ImportReport]:
     params = query(join=join, columns=columns, register_raters=register_raters or None)
     sent = _rows_or_file(rows, file, "ratings")
-    return Call("POST", f"/runs/{run_id}/ratings", parsed(ImportReport), params, **sent)
+    return Call("POST", f"/runs/{run_id}/ratings", parsed("ImportReport"), params, **sent)
 
 
 @operation("GET", "/runs/{run_id}/ratings")
 def list_ratings(
     run_id: int, *, limit: int | None = None, cursor: str | None = None
 ) -> Call[Page[RatingRead]]:
-    return Call("GET", f"/runs/{run_id}/ratings", paged(RatingRead), query(limit=limit, cursor=cursor))
+    return Call("GET", f"/runs/{run_id}/ratings", paged("RatingRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("DELETE", "/runs/{run_id}/ratings")
 def delete_ratings(run_id: int, rater: str) -> Call[DeleteReport]:
-    return Call("DELETE", f"/runs/{run_id}/ratings", parsed(DeleteReport), {"rater": rater})
+    return Call("DELETE", f"/runs/{run_id}/ratings", parsed("DeleteReport"), {"rater": rater})
 
 
 @operation("POST", "/raters")
 def create_raters(rows: Sequence[RaterCreate | Json]) -> Call[ImportReport]:
-    return Call("POST", "/raters", parsed(ImportReport), json=body(list(rows)))
+    return Call("POST", "/raters", parsed("ImportReport"), json=body(list(rows)))
 
 
 @operation("GET", "/raters")
 def list_raters(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[RaterRead]]:
-    return Call("GET", "/raters", paged(RaterRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/raters", paged("RaterRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("POST", "/rubrics")
 def create_rubric(data: RubricCreate | Json) -> Call[RubricRead]:
-    return Call("POST", "/rubrics", parsed(RubricRead), json=body(data))
+    return Call("POST", "/rubrics", parsed("RubricRead"), json=body(data))
 
 
 @operation("GET", "/rubrics")
 def list_rubrics(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[RubricRead]]:
-    return Call("GET", "/rubrics", paged(RubricRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/rubrics", paged("RubricRead"), query(limit=limit, cursor=cursor))
 
 
 # ----------------------------------------------------------------------------------------------- accounts
@@ -722,37 +724,37 @@ def list_rubrics(*, limit: int | None = None, cursor: str | None = None) -> Call
 
 @operation("GET", "/me")
 def me() -> Call[Me]:
-    return Call("GET", "/me", parsed(Me))
+    return Call("GET", "/me", parsed("Me"))
 
 
 @operation("GET", "/users")
 def list_users(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[UserRead]]:
-    return Call("GET", "/users", paged(UserRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/users", paged("UserRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("POST", "/users")
 def create_user(data: UserCreate | Json) -> Call[UserRead]:
-    return Call("POST", "/users", parsed(UserRead), json=body(data))
+    return Call("POST", "/users", parsed("UserRead"), json=body(data))
 
 
 @operation("PATCH", "/users/{user_id}")
 def update_user(user_id: int, data: UserUpdate | Json) -> Call[UserRead]:
-    return Call("PATCH", f"/users/{user_id}", parsed(UserRead), json=body(data))
+    return Call("PATCH", f"/users/{user_id}", parsed("UserRead"), json=body(data))
 
 
 @operation("POST", "/keys")
 def create_key(data: KeyCreate | Json) -> Call[KeyIssued]:
-    return Call("POST", "/keys", parsed(KeyIssued), json=body(data))
+    return Call("POST", "/keys", parsed("KeyIssued"), json=body(data))
 
 
 @operation("GET", "/keys")
 def list_keys(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[KeyRead]]:
-    return Call("GET", "/keys", paged(KeyRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/keys", paged("KeyRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("DELETE", "/keys/{key_id}")
 def revoke_key(key_id: int) -> Call[KeyRead]:
-    return Call("DELETE", f"/keys/{key_id}", parsed(KeyRead))
+    return Call("DELETE", f"/keys/{key_id}", parsed("KeyRead"))
 
 
 # -------------------------------------------------------------------------------------------------- tasks
@@ -760,32 +762,32 @@ def revoke_key(key_id: int) -> Call[KeyRead]:
 
 @operation("POST", "/tasks")
 def create_task(data: TaskCreate | Json) -> Call[TaskRead]:
-    return Call("POST", "/tasks", parsed(TaskRead), json=body(data))
+    return Call("POST", "/tasks", parsed("TaskRead"), json=body(data))
 
 
 @operation("GET", "/tasks")
 def list_tasks(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[TaskRead]]:
-    return Call("GET", "/tasks", paged(TaskRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/tasks", paged("TaskRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("GET", "/me/tasks")
 def my_tasks(*, limit: int | None = None, cursor: str | None = None) -> Call[Page[TaskRead]]:
-    return Call("GET", "/me/tasks", paged(TaskRead), query(limit=limit, cursor=cursor))
+    return Call("GET", "/me/tasks", paged("TaskRead"), query(limit=limit, cursor=cursor))
 
 
 @operation("GET", "/tasks/{task_id}")
 def get_task(task_id: int) -> Call[TaskRead]:
-    return Call("GET", f"/tasks/{task_id}", parsed(TaskRead))
+    return Call("GET", f"/tasks/{task_id}", parsed("TaskRead"))
 
 
 @operation("GET", "/tasks/{task_id}/dashboard")
 def dashboard(task_id: int, *, threshold: int | None = None) -> Call[Dashboard]:
-    return Call("GET", f"/tasks/{task_id}/dashboard", parsed(Dashboard), query(threshold=threshold))
+    return Call("GET", f"/tasks/{task_id}/dashboard", parsed("Dashboard"), query(threshold=threshold))
 
 
 @operation("GET", "/tasks/{task_id}/export")
 def export(task_id: int) -> Call[list[ExportRow]]:
-    return Call("GET", f"/tasks/{task_id}/export", parsed(list[ExportRow]), {"format": "json"})
+    return Call("GET", f"/tasks/{task_id}/export", parsed("list[ExportRow]"), {"format": "json"})
 
 
 @operation("GET", "/tasks/{task_id}/export")
@@ -801,24 +803,24 @@ def export_text(
 
 @operation("POST", "/tasks/{task_id}/next")
 def next_item(task_id: int) -> Call[NextItem]:
-    return Call("POST", f"/tasks/{task_id}/next", parsed(NextItem))
+    return Call("POST", f"/tasks/{task_id}/next", parsed("NextItem"))
 
 
 @operation("GET", "/tasks/{task_id}/estimate")
 def active_estimate(task_id: int, *, confidence: float | None = None) -> Call[ActiveEstimate]:
-    return Call("GET", f"/tasks/{task_id}/estimate", parsed(ActiveEstimate), query(confidence=confidence))
+    return Call("GET", f"/tasks/{task_id}/estimate", parsed("ActiveEstimate"), query(confidence=confidence))
 
 
 @operation("GET", "/tasks/{task_id}/queue")
 def my_queue(task_id: int) -> Call[Queue]:
-    return Call("GET", f"/tasks/{task_id}/queue", parsed(Queue))
+    return Call("GET", f"/tasks/{task_id}/queue", parsed("Queue"))
 
 
 @operation("GET", "/tasks/{task_id}/queue/{position}")
 def my_item(task_id: int, position: int) -> Call[ItemView]:
-    return Call("GET", f"/tasks/{task_id}/queue/{position}", parsed(ItemView))
+    return Call("GET", f"/tasks/{task_id}/queue/{position}", parsed("ItemView"))
 
 
 @operation("PUT", "/tasks/{task_id}/queue/{position}")
 def act(task_id: int, position: int, data: ItemAction | Json) -> Call[ActionResult]:
-    return Call("PUT", f"/tasks/{task_id}/queue/{position}", parsed(ActionResult), json=body(data))
+    return Call("PUT", f"/tasks/{task_id}/queue/{position}", parsed("ActionResult"), json=body(data))
