@@ -137,8 +137,8 @@ def _open_resources(settings: Settings, engine: Engine) -> AppResources:
         report_limiter=anyio.CapacityLimiter(settings.max_concurrent_reports),
         import_limiter=anyio.CapacityLimiter(settings.max_concurrent_imports),
         answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
-        report_cache=ReportCache(settings.report_cache_size),
-        section_cache=ReportCache(settings.report_cache_size),
+        report_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
+        section_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
         report_pool=ReportPool(settings, read_factory, settings.report_processes),
         auth=AuthState(settings, look_up),
     )

@@ -181,8 +181,11 @@ class Settings(BaseSettings):
     max_concurrent_reports: int = Field(default=2, ge=1)
     # Study imports planned (parsed, passages located) at once; others wait their turn.
     max_concurrent_imports: int = Field(default=2, ge=1)
-    # Computed reports kept in memory, keyed on the data they were computed from.
+    # Computed reports kept in memory, the last one of each report with the version of the data it read.
     report_cache_size: int = Field(default=64, ge=0)
+    # While a report is recomputed, the last one computed is served at once (stated as stale, with the time of
+    # its data) if its data is at most this old; 0: every request waits for a current report.
+    report_max_stale_s: float = Field(default=60.0, ge=0, le=86400)
     host: str = "127.0.0.1"
     port: int = 8000
     # Log lines as plain text or as JSON objects, one a line (services.logs), at this level for ragmeta's own
