@@ -60,6 +60,11 @@ class AppResources:
     section_cache: ReportCache[Any]
     report_pool: ReportPool
     auth: AuthState
+    # The probes' (/healthz, /readyz) own connection and thread: never waiting behind requests for either.
+    probe_engine: Engine
+    probe_limiter: anyio.CapacityLimiter
+    # The code's migration head, read once (the scripts do not change under a running process).
+    migration_head: str
     # Inline scoring requests being scored at once (made on the lifespan's loop).
     inline_slots: asyncio.Semaphore | None = None
     worker: Worker | QueueWorker | None = None
