@@ -18,7 +18,7 @@ from app.resources import get_resources
 from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
-from services.reports.cache import ReportCache, Served, utcnow
+from services.reports.cache import ReportCache, Served
 from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
@@ -130,9 +130,7 @@ async def _cached(
     """``cache``'s report ``key`` for the data as it is now (``version_fn(session, run_ids)`` reads its
     version): current, or the last computed one while a newer one is computed (see
     services.reports.cache)."""
-    asked_at = utcnow()
-    version = await run_in_session(request, version_fn, run_ids)
-    return await cache.get(key, version, asked_at, compute, fresh=fresh)
+    return await cache.get(key, partial(run_in_session, request, version_fn, run_ids), compute, fresh=fresh)
 
 
 def _freshness(*served: Served[Any]) -> ReportFreshness:
@@ -187,14 +185,35 @@ async def _report(request: Request, run_ids: list[int], params: ReportParams, fm
         section = await _sections(request, "md", fn, served.computed.value, run_ids, params.fresh)
         parts.append(section)
         extra = section.computed.value
-    report = _with_freshness(served.computed.value, _freshness(*parts))
+    freshness = _freshness(*parts)
+    headers = _freshness_headers(freshness)
+    if fmt == "json":
+        # Encoded once per computed report (every reader of it is sent the same bytes), then its freshness.
+        body: bytes | None = served.computed.derived.get("json")
+        if body is None:
+            body = await anyio.to_thread.run_sync(_json_body, served.computed.value)
+            served.computed.derived["json"] = body
+        return Response(_with_freshness_json(body, freshness), media_type="application/json", headers=headers)
+    report = _with_freshness(served.computed.value, freshness)
     # Encoding (JSON, CSV, Markdown) is CPU work that grows with the report: off the event loop.
     response = await anyio.to_thread.run_sync(_encode, report, run_ids, fmt, extra)
-    response.headers.update(_freshness_headers(report.freshness))
+    response.headers.update(headers)
     return response
 
 
+def _json_body(report: ReportRead) -> bytes:
+    """The report's JSON as JSONResponse encodes it, without ``freshness`` (the last field)."""
+    return bytes(JSONResponse(report.model_dump(mode="json", exclude={"freshness"})).body)
+
+
+def _with_freshness_json(body: bytes, freshness: ReportFreshness) -> bytes:
+    """``body`` (``_json_body``) with ``freshness`` as its last field: the bytes JSONResponse would send."""
+    field = bytes(JSONResponse({"freshness": freshness.model_dump(mode="json")}).body)
+    return body[:-1] + b"," + field[1:]
+
+
 def _encode(report: ReportRead, run_ids: list[int], fmt: str, extra: str = "") -> Response:
+    """The CSV or Markdown form (JSON: ``_json_body``)."""
     if fmt == "csv":
         rows = report_rows(report)
         header = list(rows[0]) if rows else ["analysis", "metric"]
@@ -205,13 +224,11 @@ def _encode(report: ReportRead, run_ids: list[int], fmt: str, extra: str = "") -
                 "Content-Disposition": f'attachment; filename="report-{"-".join(map(str, run_ids))}.csv"'
             },
         )
-    if fmt == "md":
-        return PlainTextResponse(
-            markdown.render(report, extra=extra),
-            media_type="text/markdown; charset=utf-8",
-            headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
-        )
-    return JSONResponse(report.model_dump(mode="json"))
+    return PlainTextResponse(
+        markdown.render(report, extra=extra),
+        media_type="text/markdown; charset=utf-8",
+        headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
+    )
 
 
 ParamsDep = Annotated[ReportParams, Depends()]

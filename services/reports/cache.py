@@ -3,12 +3,14 @@ the data it was computed from, and at most one computation of each report at a t
 
 A report is identified by what was asked (runs, parameters); its data version (``RunRepository.data_version``)
 changes with anything it reads (outputs, ratings, scores, questions and passages, and their histories). What
-a request is given (``ReportCache.get``), for a request made at time ``t`` that read data version ``v``:
+a request made at time ``t`` is given (``ReportCache.get``):
 
-1. the last computed report, when it was computed from ``v`` (nothing it reads changed since): current;
-2. else, while a computation of the same report is under way, the last computed one at once, *stale*, if its
-   data is at most ``max_stale_s`` older than ``t`` and the caller did not ask for a fresh one: under many
-   writers a report is then never waited for behind other reports;
+1. while a computation of the same report is under way, the last computed one at once, *stale* (the
+   computation under way was started because the data changed since), if its data is at most
+   ``max_stale_s`` older than ``t`` and the caller did not ask for a fresh one: under many writers a report
+   is then never waited for behind other reports, nor for the store (the data version is not even read);
+2. else, the data version ``v`` read, the last computed report when it was computed from ``v`` (nothing it
+   reads changed since): current;
 3. else a computation begun at or after ``t``: the one under way if it began then, else one started for it,
    after the one under way (if any) has ended. Requests waiting together share it.
 
@@ -24,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from cachetools import LRUCache
 
@@ -46,6 +48,8 @@ class Computed(Generic[T]):
     # Every write committed before this time is in ``value`` (the computation read the data after it).
     data_time: datetime
     computed_at: datetime
+    # Forms of ``value`` derived once for every request served it (an encoded body, say): the caller's.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -78,27 +82,24 @@ class ReportCache(Generic[T]):
     async def get(
         self,
         key: Hashable,
-        version: Hashable,
-        asked_at: datetime,
+        read_version: Callable[[], Awaitable[Hashable]],
         compute: Callable[[], Awaitable[T]],
         fresh: bool = False,
     ) -> Served[T]:
-        """The report ``key`` for a request made at ``asked_at`` that read data version ``version`` (read
-        after ``asked_at``), by the rules of the module; ``compute()`` computes it. ``fresh``: never stale."""
+        """The report ``key`` by the rules of the module: ``read_version()`` reads the version of the data it
+        reads, ``compute()`` computes it. ``fresh``: never stale. Raises what either raises."""
+        asked_at = utcnow()
+        stale = None if fresh else self._stale(key, asked_at)
+        if stale is not None:
+            return stale
+        version = await read_version()
         latest = self.latest(key)
         if latest is not None and latest.version == version:
             self.hits += 1
             return Served(latest, stale=False)
-        flight = self._flights.get(key)
-        if (
-            not fresh
-            and flight is not None
-            and latest is not None
-            and self.max_stale > timedelta(0)
-            and asked_at - latest.data_time <= self.max_stale
-        ):
-            self.stale += 1
-            return Served(latest, stale=True)
+        stale = None if fresh else self._stale(key, asked_at)
+        if stale is not None:
+            return stale
         while True:
             flight = self._flights.get(key)
             if flight is None:
@@ -107,6 +108,19 @@ class ReportCache(Generic[T]):
                 return Served(await asyncio.shield(flight.future), stale=False)
             # Begun before this request, from other data: wait for it to end, then for one of our own.
             await asyncio.wait([flight.future])
+
+    def _stale(self, key: Hashable, asked_at: datetime) -> Served[T] | None:
+        """The last computed report, stale, while a computation of it is under way (rule 1)."""
+        latest = self.latest(key)
+        if (
+            key in self._flights
+            and latest is not None
+            and self.max_stale > timedelta(0)
+            and asked_at - latest.data_time <= self.max_stale
+        ):
+            self.stale += 1
+            return Served(latest, stale=True)
+        return None
 
     def _start(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[T]]) -> _Flight[T]:
         data_time = utcnow()
