@@ -177,6 +177,9 @@ class Settings(BaseSettings):
     allowed_origins: list[str] = []
     # Report worker processes (CPU-bound statistics and figures off the API's GIL); 0: in API threads.
     report_processes: int = Field(default=1, ge=0, le=64)
+    # The report processes and the embedded job worker processes run this much nicer than the API (os.nice):
+    # on a busy machine the API's requests and probes are scheduled before their batch work.
+    background_niceness: int = Field(default=5, ge=0, le=19)
     # Reports computed at once in API threads when report_processes is 0.
     max_concurrent_reports: int = Field(default=2, ge=1)
     # Study imports planned (parsed, passages located) at once; others wait their turn.
