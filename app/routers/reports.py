@@ -195,7 +195,7 @@ async def _report(request: Request, run_ids: list[int], params: ReportParams, fm
             served.computed.derived["json"] = body
         return Response(_with_freshness_json(body, freshness), media_type="application/json", headers=headers)
     report = _with_freshness(served.computed.value, freshness)
-    # Encoding (JSON, CSV, Markdown) is CPU work that grows with the report: off the event loop.
+    # Encoding (CSV, Markdown) is CPU work that grows with the report: off the event loop.
     response = await anyio.to_thread.run_sync(_encode, report, run_ids, fmt, extra)
     response.headers.update(headers)
     return response
