@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
@@ -48,7 +49,7 @@ from app.security import SecurityHeaders
 from app.settings import Settings, get_settings
 from services.accounts.schemas import READERS, WRITERS
 from services.datasets.schemas import DocumentCreate, QuestionCreate
-from services.db import ensure_migrated, make_engine, pool_capacity
+from services.db import ensure_migrated, head_revision, is_in_memory, make_engine, pool_capacity
 from services.jobs.processes import WorkerProcesses, worker_count
 from services.jobs.queue import make_worker
 from services.jobs.worker import JobContext
@@ -141,11 +142,22 @@ def _open_resources(settings: Settings, engine: Engine) -> AppResources:
         report_limiter=anyio.CapacityLimiter(settings.max_concurrent_reports),
         import_limiter=anyio.CapacityLimiter(settings.max_concurrent_imports),
         answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
-        report_cache=ReportCache(settings.report_cache_size),
-        section_cache=ReportCache(settings.report_cache_size),
+        report_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
+        section_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
         report_pool=ReportPool(settings, read_factory, settings.report_processes),
         auth=AuthState(settings, look_up),
+        probe_engine=_probe_engine(settings, engine),
+        probe_limiter=anyio.CapacityLimiter(1),
+        migration_head=head_revision(),
     )
+
+
+def _probe_engine(settings: Settings, engine: Engine) -> Engine:
+    """One connection of the probes' own (an in-memory database is the engine's own: another would be
+    another database)."""
+    if is_in_memory(settings.database_url):
+        return engine
+    return make_engine(settings.database_url, min(settings.database_wait_s, 5.0), connections=1)
 
 
 def _lifespan(
@@ -161,6 +173,7 @@ def _lifespan(
         # hook runs then, so a child not ended here would outlive the server with its database connections.
         stack = ExitStack()
         stack.callback(engine.dispose)
+        stack.callback(resources.probe_engine.dispose)
         stack.callback(resources.report_pool.close)
         try:
             # The report processes start and warm up with the API, in the background: not on a first report.
@@ -193,6 +206,11 @@ def _lifespan(
                     stack.callback(processes.stop)
                     await anyio.to_thread.run_sync(processes.start)
             resources.worker, resources.worker_processes = worker, processes
+            # What start-up made (modules, classes, the app) lives as long as the app: out of the
+            # collector's full passes, which otherwise traverse all of it and stopped every request for
+            # 0.1 to 1.5 s at a time under load (bench/load.py). Given back to the collector at shutdown.
+            gc.freeze()
+            stack.callback(gc.unfreeze)
             yield
         finally:
             with anyio.CancelScope(shield=True):

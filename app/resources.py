@@ -55,12 +55,16 @@ class AppResources:
     # Study imports parse and locate text (CPU) in threads: a few at a time.
     import_limiter: anyio.CapacityLimiter
     answer_limiter: anyio.CapacityLimiter
+    # The last computed reports (and report page sections), and the computations under way (event loop only).
     report_cache: ReportCache[Any]
     section_cache: ReportCache[Any]
-    # Report computations under way, shared by identical requests arriving together (event loop only).
-    report_inflight: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
     report_pool: ReportPool
     auth: AuthState
+    # The probes' (/healthz, /readyz) own connection and thread: never waiting behind requests for either.
+    probe_engine: Engine
+    probe_limiter: anyio.CapacityLimiter
+    # The code's migration head, read once (the scripts do not change under a running process).
+    migration_head: str
     # Inline scoring requests being scored at once (made on the lifespan's loop).
     inline_slots: asyncio.Semaphore | None = None
     worker: Worker | QueueWorker | None = None

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,9 @@ async def load(
     seconds: float,
 ) -> dict[str, Any]:
     lat: dict[str, list[float]] = defaultdict(list)
+    # Reports served stale (X-Report-Stale) and the age of the data they were computed from (s).
+    ages: list[float] = []
+    stale = [0]
     errors: dict[str, int] = defaultdict(int)
     other: dict[str, int] = defaultdict(int)
     ops, weights = zip(*WEIGHTS.items(), strict=True)
@@ -167,6 +171,10 @@ async def load(
                     status = r.status_code
                 except httpx.HTTPError:
                     status = 599
+                if op == "report" and status == 200 and "X-Report-Data-Time" in r.headers:
+                    data_time = datetime.fromisoformat(r.headers["X-Report-Data-Time"])
+                    ages.append((datetime.now(UTC) - data_time).total_seconds())
+                    stale[0] += r.headers.get("X-Report-Stale") == "true"
                 lat[op].append((time.perf_counter() - t0) * 1000)
                 if status >= 500:
                     errors[op] += 1
@@ -176,16 +184,19 @@ async def load(
         async def prober() -> None:
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
-                r = await c.get("/healthz")
+                try:
+                    status = (await c.get("/healthz")).status_code
+                except httpx.HTTPError:  # counted like the clients' (a keep-alive connection closed under it)
+                    status = 599
                 lat["healthz"].append((time.perf_counter() - t0) * 1000)
-                if r.status_code >= 500:
+                if status >= 500:
                     errors["healthz"] += 1
                 await asyncio.sleep(0.05)
 
         t0 = time.monotonic()
         await asyncio.gather(prober(), *(client(i) for i in range(clients)))
         wall = time.monotonic() - t0
-    return {"lat": lat, "errors": errors, "other": other, "wall": wall}
+    return {"lat": lat, "errors": errors, "other": other, "wall": wall, "ages": ages, "stale": stale[0]}
 
 
 async def alone(
@@ -228,6 +239,30 @@ def bench(name: str, url: str, port: int, clients: int, seconds: float, processe
             proc.kill()
 
 
+def show(variant: str, res: dict[str, Any]) -> None:
+    cols = ("n", "p50", "p95", "p99", "5xx", ">5s", "x alone")
+    print(f"{variant}: " + "  ".join(f"{c:>7}" for c in cols))
+    for op in [*WEIGHTS, "healthz"]:
+        lat = res["lat"].get(op, [])
+        p50 = pct(lat, 50)
+        cells = [len(lat), f"{p50:.0f}", f"{pct(lat, 95):.0f}", f"{pct(lat, 99):.0f}",
+                 res["errors"].get(op, 0), sum(1 for x in lat if x > 5000),
+                 f"{p50 / max(res['alone'][op], 1e-9):.1f}"]  # fmt: skip
+        print(f"  {op:<{len(variant) - 1}}" + "  ".join(f"{c!s:>7}" for c in cells))
+    total = sum(len(v) for k, v in res["lat"].items() if k != "healthz")
+    print(
+        f"  {total / res['wall']:.1f} requests/s over {res['wall']:.0f} s; server errors "
+        f"{sum(res['errors'].values())}; 4xx {dict(res['other']) or 0}"
+    )
+    if res["ages"]:
+        ages = res["ages"]
+        print(
+            f"  reports served stale: {res['stale']} of {len(ages)}; age of their data p50 "
+            f"{pct(ages, 50):.1f} s, p95 {pct(ages, 95):.1f} s, max {max(ages):.1f} s"
+        )
+    print(f"  load average at the end: {Path('/proc/loadavg').read_text().split(' ', 3)[:3]}\n", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=50)
@@ -235,7 +270,8 @@ def main() -> None:
     ap.add_argument(
         "--variants",
         default="sqlite:threads,sqlite:processes,postgres:processes",
-        help="database:reports pairs; reports in API threads (the obvious way) or in report processes",
+        help="database:reports pairs; reports in API threads (the obvious way) or in report processes "
+        "(processes=N: N of them)",
     )
     ap.add_argument("--pg-url", default=os.environ.get("RAGMETA_BENCH_PG_URL"))
     ap.add_argument("--port", type=int, default=8765)
@@ -250,25 +286,12 @@ def main() -> None:
         else:
             print(f"{variant}: skipped (give --pg-url or RAGMETA_BENCH_PG_URL)")
             continue
-        processes = 0 if mode == "threads" else 1
+        # threads: reports in API threads; processes[=N]: in N report processes (1 unless given).
+        processes = 0 if mode == "threads" else int(mode.partition("=")[2] or 1)
         print(f"== {variant}: {args.clients} clients for {args.seconds:.0f} s ...", flush=True)
         results[variant] = bench(db, url, args.port, args.clients, args.seconds, processes)
-    print()
-    cols = ("n", "p50", "p95", "p99", "5xx", ">5s", "x alone")
-    for variant, res in results.items():
-        print(f"{variant}: " + "  ".join(f"{c:>7}" for c in cols))
-        for op in [*WEIGHTS, "healthz"]:
-            lat = res["lat"].get(op, [])
-            p50 = pct(lat, 50)
-            cells = [len(lat), f"{p50:.0f}", f"{pct(lat, 95):.0f}", f"{pct(lat, 99):.0f}",
-                     res["errors"].get(op, 0), sum(1 for x in lat if x > 5000),
-                     f"{p50 / max(res['alone'][op], 1e-9):.1f}"]  # fmt: skip
-            print(f"  {op:<{len(variant) - 1}}" + "  ".join(f"{c!s:>7}" for c in cells))
-        total = sum(len(v) for k, v in res["lat"].items() if k != "healthz")
-        print(
-            f"  {total / res['wall']:.1f} requests/s over {res['wall']:.0f} s; server errors "
-            f"{sum(res['errors'].values())}; 4xx {dict(res['other']) or 0}\n"
-        )
+        # Each variant's figures as soon as it ends (with the machine's load then: it may be shared).
+        show(variant, results[variant])
     if len(results) > 1:
         first, *others = results
         print("ratios to " + first + " (p95; healthz p99):")

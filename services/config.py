@@ -177,12 +177,18 @@ class Settings(BaseSettings):
     allowed_origins: list[str] = []
     # Report worker processes (CPU-bound statistics and figures off the API's GIL); 0: in API threads.
     report_processes: int = Field(default=1, ge=0, le=64)
+    # The report processes and the embedded job worker processes run this much nicer than the API (os.nice):
+    # on a busy machine the API's requests and probes are scheduled before their batch work.
+    background_niceness: int = Field(default=5, ge=0, le=19)
     # Reports computed at once in API threads when report_processes is 0.
     max_concurrent_reports: int = Field(default=2, ge=1)
     # Study imports planned (parsed, passages located) at once; others wait their turn.
     max_concurrent_imports: int = Field(default=2, ge=1)
-    # Computed reports kept in memory, keyed on the data they were computed from.
+    # Computed reports kept in memory, the last one of each report with the version of the data it read.
     report_cache_size: int = Field(default=64, ge=0)
+    # While a report is recomputed, the last one computed is served at once (stated as stale, with the time of
+    # its data) if its data is at most this old; 0: every request waits for a current report.
+    report_max_stale_s: float = Field(default=60.0, ge=0, le=86400)
     host: str = "127.0.0.1"
     port: int = 8000
     # Log lines as plain text or as JSON objects, one a line (services.logs), at this level for ragmeta's own

@@ -44,16 +44,18 @@ class MigrationRequired(RuntimeError):
     """The database is behind the code's migrations (or empty)."""
 
 
-def make_engine(url: str, wait_s: float = 30.0) -> Engine:
+def make_engine(url: str, wait_s: float = 30.0, connections: int | None = None) -> Engine:
     """The engine of ``url``. ``wait_s``: how long a transaction waits for a pooled connection, and on SQLite
-    for the write lock, before failing (the API answers such an overload 503, app.errors)."""
+    for the write lock, before failing (the API answers such an overload 503, app.errors). ``connections``:
+    at most this many connections (the pool's default otherwise)."""
+    sized: dict[str, Any] = {} if connections is None else {"pool_size": connections, "max_overflow": 0}
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         # A file has a queue of connections (an in-memory database one connection per thread, no queue).
         in_memory = make_url(url).database in (None, "", ":memory:")
-        pooled = {} if in_memory else {"pool_timeout": wait_s}
+        pooled = {} if in_memory else {"pool_timeout": wait_s, **sized}
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": wait_s}, **pooled)
 
         @event.listens_for(engine, "connect")
@@ -76,7 +78,12 @@ def make_engine(url: str, wait_s: float = 30.0) -> Engine:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return _refusing_nul(engine)
-    return _refusing_nul(create_engine(url, pool_pre_ping=True, pool_timeout=wait_s))
+    return _refusing_nul(create_engine(url, pool_pre_ping=True, pool_timeout=wait_s, **sized))
+
+
+def is_in_memory(url: str) -> bool:
+    """An in-memory SQLite database: each engine (each connection) has its own."""
+    return url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:")
 
 
 _SUFFIX = re.compile(r"(_+\d+)+$")
@@ -205,6 +212,16 @@ def head_revision() -> str:
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def database_state(engine: Engine) -> tuple[str | None, str | None]:
+    """``(revision, None)`` when the database answers (``revision`` None when it has none), else ``(None,
+    the error's class name)``: one connection, one statement. Never raises."""
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision(), None
+    except Exception as exc:  # a probe answers, whatever the failure
+        return None, type(exc).__name__
 
 
 def upgrade(url: str, revision: str = "head") -> None:

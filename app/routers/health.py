@@ -2,15 +2,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
 
-from app.deps import CommittingRoute, SettingsDep
+from app.deps import CommittingRoute
 from app.errors import responses
-from app.resources import get_resources
-from services.db import current_revision, head_revision
+from app.resources import AppResources, get_resources
+from services.db import database_state
 from services.errors import ItemError
 
 router = APIRouter(tags=["health"], route_class=CommittingRoute)
@@ -22,19 +22,26 @@ class Health(BaseModel):
     components: dict[str, Any]
 
 
+async def _probe(resources: AppResources) -> tuple[str | None, str | None]:
+    """The database's revision, or why it does not answer: on the probes' own connection and thread, so
+    that a probe never waits behind requests for a pooled connection or a thread (see app.resources)."""
+    return await anyio.to_thread.run_sync(
+        database_state, resources.probe_engine, limiter=resources.probe_limiter
+    )
+
+
 @router.get("/healthz", response_model=Health)
-def healthz(request: Request, settings: SettingsDep) -> Health:
+async def healthz(request: Request) -> Health:
     """Database reachability, migration state and which optional components are configured."""
-    engine = get_resources(request).engine
-    db: dict[str, Any] = {"backend": engine.dialect.name, "head": head_revision()}
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        db["reachable"] = True
-        db["revision"] = current_revision(engine)
-    except Exception as exc:  # health must answer, whatever the failure
-        db["reachable"] = False
-        db["error"] = type(exc).__name__
+    resources = get_resources(request)
+    settings = resources.settings
+    db: dict[str, Any] = {"backend": resources.engine.dialect.name, "head": resources.migration_head}
+    revision, error = await _probe(resources)
+    db["reachable"] = error is None
+    if error is None:
+        db["revision"] = revision
+    else:
+        db["error"] = error
     db["up_to_date"] = db.get("revision") == db["head"]
     judge, gen = settings.judge, settings.generator
     components = {
@@ -98,20 +105,19 @@ def _workers_alive(request: Request) -> Check | None:
     response_model=Readiness,
     responses=responses(503),
 )
-def readyz(request: Request) -> Readiness | JSONResponse:
+async def readyz(request: Request) -> Readiness | JSONResponse:
     """Ready to serve: the database answers, its schema is at the code's migration head, and the embedded
     workers (when configured) are alive. Otherwise 503 in the error envelope, one item per failing check
     (for a readiness probe)."""
-    engine = get_resources(request).engine
+    resources = get_resources(request)
     checks: dict[str, Check] = {}
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        checks["database"] = Check(ok=True, detail=f"{engine.dialect.name} reachable")
-        current, head = current_revision(engine), head_revision()
+    current, error = await _probe(resources)
+    if error is None:
+        checks["database"] = Check(ok=True, detail=f"{resources.engine.dialect.name} reachable")
+        head = resources.migration_head
         checks["migrations"] = Check(ok=current == head, detail=f"at {current}, code at {head}")
-    except Exception as exc:  # readiness must answer, whatever the failure
-        checks["database"] = Check(ok=False, detail=f"not reachable ({type(exc).__name__})")
+    else:
+        checks["database"] = Check(ok=False, detail=f"not reachable ({error})")
     workers = _workers_alive(request)
     if workers is not None:
         checks["workers"] = workers

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from app.deps import CommittingRoute, RunId, SeedQuery, SettingsDep, run_in_session
@@ -18,8 +18,8 @@ from app.resources import get_resources
 from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
-from services.reports.cache import ReportCache
-from services.reports.schemas import AgreementRead, MetricItems, ReportRead
+from services.reports.cache import ReportCache, Served
+from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 from services.telemetry import timed
@@ -51,6 +51,13 @@ class ReportParams:
             description="pass/fail analysis: a human reference score at or above it is a pass (default: "
             "the upper half of the rubric, e.g. 4 on 1-5)",
         ),
+        cache_control: str | None = Header(
+            None,
+            alias="Cache-Control",
+            max_length=200,
+            description="no-cache (or max-age=0): wait for a report of the data as it is now, rather than "
+            "be given the last computed one while a newer one is computed (see freshness)",
+        ),
     ) -> None:
         self.kwargs: dict[str, Any] = {
             "k": k,
@@ -61,6 +68,7 @@ class ReportParams:
             "n_resamples": n_resamples,
             "pass_threshold": pass_threshold,
         }
+        self.fresh = _fresh(cache_control)
 
 
 RunsQuery = Annotated[
@@ -103,54 +111,109 @@ async def _compute(request: Request, fn: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(pool.run_here, fn, *args, limiter=resources.report_limiter)
 
 
-async def _cached(request: Request, cache: ReportCache[T], key: Hashable, compute: Callable[[], Any]) -> T:
-    """``cache[key]``, or the awaited ``compute()`` stored there; identical requests arriving together share
-    one computation."""
-    state = get_resources(request)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    pending = state.report_inflight.get(key)
-    if pending is None:
-        pending = asyncio.ensure_future(compute())
-        state.report_inflight[key] = pending
-
-        def done(future: asyncio.Future[T]) -> None:
-            # Into the cache before leaving the in-flight table: a request arriving in between finds one.
-            if not future.cancelled() and future.exception() is None:
-                cache.put(key, future.result())
-            state.report_inflight.pop(key, None)
-
-        pending.add_done_callback(done)
-    value: T = await asyncio.shield(pending)
-    return value
+def _fresh(cache_control: str | None) -> bool:
+    """Whether the client asked for a current report: ``Cache-Control: no-cache`` (or ``max-age=0``, a
+    browser's reload)."""
+    directives = {d.strip().lower() for d in (cache_control or "").split(",")}
+    return bool(directives & {"no-cache", "max-age=0"})
 
 
-async def _build(request: Request, run_ids: list[int], params: ReportParams) -> ReportRead:
-    """The report, from the cache when the data it reads has not changed."""
-    key = (
-        tuple(run_ids),
-        tuple(sorted((k, str(v)) for k, v in params.kwargs.items())),
-        await run_in_session(request, report_version, run_ids),
+async def _cached(
+    request: Request,
+    cache: ReportCache[T],
+    key: Hashable,
+    run_ids: list[int],
+    version_fn: Callable[..., Any],
+    compute: Callable[[], Any],
+    fresh: bool,
+) -> Served[T]:
+    """``cache``'s report ``key`` for the data as it is now (``version_fn(session, run_ids)`` reads its
+    version): current, or the last computed one while a newer one is computed (see
+    services.reports.cache)."""
+    return await cache.get(key, partial(run_in_session, request, version_fn, run_ids), compute, fresh=fresh)
+
+
+def _freshness(*served: Served[Any]) -> ReportFreshness:
+    """What the served parts were computed from, together: the oldest data, the latest computation."""
+    return ReportFreshness(
+        data_time=min(s.computed.data_time for s in served),
+        computed_at=max(s.computed.computed_at for s in served),
+        stale=any(s.stale for s in served),
     )
+
+
+def _with_freshness(report: ReportRead, freshness: ReportFreshness) -> ReportRead:
+    return report.model_copy(update={"freshness": freshness})
+
+
+def _freshness_headers(freshness: ReportFreshness | None) -> dict[str, str]:
+    if freshness is None:
+        return {}
+    return {
+        "X-Report-Data-Time": freshness.data_time.isoformat(),
+        "X-Report-Computed-At": freshness.computed_at.isoformat(),
+        "X-Report-Stale": "true" if freshness.stale else "false",
+    }
+
+
+async def _build(request: Request, run_ids: list[int], params: ReportParams) -> Served[ReportRead]:
+    """The report, from the cache when the data it reads has not changed (or while it is recomputed)."""
+    key = (tuple(run_ids), tuple(sorted((k, str(v)) for k, v in params.kwargs.items())))
     compute = partial(_compute, request, render.report, run_ids, params.kwargs)
-    return await _cached(request, get_resources(request).report_cache, key, compute)
+    cache = get_resources(request).report_cache
+    return await _cached(request, cache, key, run_ids, report_version, compute, params.fresh)
+
+
+async def _sections(
+    request: Request, kind: str, fn: Callable[..., Any], report: ReportRead, run_ids: list[int], fresh: bool
+) -> Served[str]:
+    """The sections beside the report (estimates of one run, comparisons of pooled runs), cached like the
+    report on the version of everything they read (for pooled runs, their preference ratings too)."""
+    key = (tuple(run_ids), kind, tuple(render.section_options(report).items()))
+    compute = partial(_compute, request, fn, report, run_ids)
+    cache = get_resources(request).section_cache
+    return await _cached(request, cache, key, run_ids, render.sections_version, compute, fresh)
 
 
 async def _report(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
-    report = await _build(request, run_ids, params)
+    served = await _build(request, run_ids, params)
+    parts: list[Served[Any]] = [served]
     extra = ""
     if fmt == "md":
-        # The single run's estimate, cached like the page's sections on the version of what it reads.
-        version = await run_in_session(request, render.sections_version, run_ids)
-        key = ("md-sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
-        compute = partial(_compute, request, render.markdown_sections, report, run_ids)
-        extra = await _cached(request, get_resources(request).section_cache, key, compute)
-    # Encoding (JSON, CSV, Markdown) is CPU work that grows with the report: off the event loop.
-    return await anyio.to_thread.run_sync(_encode, report, run_ids, fmt, extra)
+        # The single run's estimate, cached like the page's sections.
+        fn = render.markdown_sections
+        section = await _sections(request, "md", fn, served.computed.value, run_ids, params.fresh)
+        parts.append(section)
+        extra = section.computed.value
+    freshness = _freshness(*parts)
+    headers = _freshness_headers(freshness)
+    if fmt == "json":
+        # Encoded once per computed report (every reader of it is sent the same bytes), then its freshness.
+        body: bytes | None = served.computed.derived.get("json")
+        if body is None:
+            body = await anyio.to_thread.run_sync(_json_body, served.computed.value)
+            served.computed.derived["json"] = body
+        return Response(_with_freshness_json(body, freshness), media_type="application/json", headers=headers)
+    report = _with_freshness(served.computed.value, freshness)
+    # Encoding (CSV, Markdown) is CPU work that grows with the report: off the event loop.
+    response = await anyio.to_thread.run_sync(_encode, report, run_ids, fmt, extra)
+    response.headers.update(headers)
+    return response
+
+
+def _json_body(report: ReportRead) -> bytes:
+    """The report's JSON as JSONResponse encodes it, without ``freshness`` (the last field)."""
+    return bytes(JSONResponse(report.model_dump(mode="json", exclude={"freshness"})).body)
+
+
+def _with_freshness_json(body: bytes, freshness: ReportFreshness) -> bytes:
+    """``body`` (``_json_body``) with ``freshness`` as its last field: the bytes JSONResponse would send."""
+    field = bytes(JSONResponse({"freshness": freshness.model_dump(mode="json")}).body)
+    return body[:-1] + b"," + field[1:]
 
 
 def _encode(report: ReportRead, run_ids: list[int], fmt: str, extra: str = "") -> Response:
+    """The CSV or Markdown form (JSON: ``_json_body``)."""
     if fmt == "csv":
         rows = report_rows(report)
         header = list(rows[0]) if rows else ["analysis", "metric"]
@@ -161,23 +224,37 @@ def _encode(report: ReportRead, run_ids: list[int], fmt: str, extra: str = "") -
                 "Content-Disposition": f'attachment; filename="report-{"-".join(map(str, run_ids))}.csv"'
             },
         )
-    if fmt == "md":
-        return PlainTextResponse(
-            markdown.render(report, extra=extra),
-            media_type="text/markdown; charset=utf-8",
-            headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
-        )
-    return JSONResponse(report.model_dump(mode="json"))
+    return PlainTextResponse(
+        markdown.render(report, extra=extra),
+        media_type="text/markdown; charset=utf-8",
+        headers={"Content-Disposition": f'inline; filename="report-{"-".join(map(str, run_ids))}.md"'},
+    )
 
 
 ParamsDep = Annotated[ReportParams, Depends()]
+# Answered with every form of a report (JSON, CSV, Markdown, figure, page).
+_FRESHNESS = {
+    "X-Report-Data-Time": {
+        "description": "every write committed before this time is in the report (ISO 8601, UTC)",
+        "schema": {"type": "string", "format": "date-time"},
+    },
+    "X-Report-Computed-At": {
+        "description": "when the report was computed (ISO 8601, UTC)",
+        "schema": {"type": "string", "format": "date-time"},
+    },
+    "X-Report-Stale": {
+        "description": "true: the last computed report, served while a newer one is computed",
+        "schema": {"type": "string", "enum": ["true", "false"]},
+    },
+}
 _CSV: dict[int | str, dict[str, Any]] = {
     200: {
+        "headers": _FRESHNESS,
         "content": {
             "application/json": {"schema": {"$ref": "#/components/schemas/ReportRead"}},
             "text/csv": {},
             "text/markdown": {},
-        }
+        },
     }
 }
 
@@ -213,35 +290,34 @@ MEDIA = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
 
 
 async def _figure(request: Request, run_ids: list[int], params: ReportParams, fmt: str) -> Response:
-    report = await _build(request, run_ids, params)
-    body = await _compute(request, render.figure_bytes, report, fmt)
-    return with_inline_styles(Response(body, media_type=MEDIA[fmt]))
+    served = await _build(request, run_ids, params)
+    body = await _compute(request, render.figure_bytes, served.computed.value, fmt)
+    headers = _freshness_headers(_freshness(served))
+    return with_inline_styles(Response(body, media_type=MEDIA[fmt], headers=headers))
 
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
-    report = await _build(request, run_ids, params)
-    # The sections beside the report (estimates of one run, comparisons of pooled runs) are cached like the
-    # report, on the version of everything they read (for pooled runs, their preference ratings too).
-    version = await run_in_session(request, render.sections_version, run_ids)
-    key = ("sections", tuple(run_ids), tuple(render.section_options(report).items()), version)
-    compute = partial(_compute, request, render.sections, report, run_ids)
-    extra: str = await _cached(request, get_resources(request).section_cache, key, compute)
-    return with_inline_styles(HTMLResponse(await _compute(request, render.page, report, run_ids, extra)))
+    served = await _build(request, run_ids, params)
+    fn = render.sections
+    section = await _sections(request, "page", fn, served.computed.value, run_ids, params.fresh)
+    # The page states the data time of what it shows (the older of the report's and its sections').
+    report = _with_freshness(served.computed.value, _freshness(served, section))
+    body = await _compute(request, render.page, report, run_ids, section.computed.value)
+    return with_inline_styles(HTMLResponse(body, headers=_freshness_headers(report.freshness)))
 
 
 # Non-JSON bodies: response_class=Response (no media type of its own, so errors stay application/json)
 # keeps FastAPI from advertising an application/json 200 with an empty schema; each route returns its own
 # Response, so what it sends is unchanged.
-_SVG = {**responses(404, 422), 200: {"content": {"image/svg+xml": {"schema": {"type": "string"}}}}}
-_PNG = {
-    **responses(404, 422),
-    200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}},
-}
-_PDF = {
-    **responses(404, 422),
-    200: {"content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}}},
-}
-_HTML = {**responses(404, 422), 200: {"content": {"text/html": {"schema": {"type": "string"}}}}}
+def _body(media_type: str, schema: dict[str, str]) -> dict[int | str, dict[str, Any]]:
+    return {**responses(404, 422), 200: {"headers": _FRESHNESS, "content": {media_type: {"schema": schema}}}}
+
+
+_SVG = _body("image/svg+xml", {"type": "string"})
+_PNG = _body("image/png", {"type": "string", "format": "binary"})
+_PDF = _body("application/pdf", {"type": "string", "format": "binary"})
+_HTML = _body("text/html", {"type": "string"})
+_ITEMS_HTML = {**responses(404, 422), 200: {"content": {"text/html": {"schema": {"type": "string"}}}}}
 
 
 @router.get("/runs/{run_id}/report.svg", responses=_SVG, response_class=Response)
@@ -300,7 +376,7 @@ async def metric_items(run_id: RunId, metric: MetricPath, request: Request, para
     return await _compute(request, render.items, [run_id], metric, params.kwargs)  # type: ignore[no-any-return]
 
 
-@router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_HTML, response_class=Response)
+@router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_ITEMS_HTML, response_class=Response)
 async def metric_items_html(
     run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep
 ) -> HTMLResponse:
@@ -316,7 +392,7 @@ async def pooled_metric_items(
     return await _compute(request, render.items, _run_ids(runs), metric, params.kwargs)  # type: ignore[no-any-return]
 
 
-@router.get("/report/metrics/{metric}/items.html", responses=_HTML, response_class=Response)
+@router.get("/report/metrics/{metric}/items.html", responses=_ITEMS_HTML, response_class=Response)
 async def pooled_metric_items_html(
     metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
 ) -> HTMLResponse:

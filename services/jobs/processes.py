@@ -73,6 +73,8 @@ def run_worker_process(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     apply_offline_env()
     settings = Settings.model_validate_json(settings_json)
+    # Batch work: the API process it serves beside is scheduled first on a busy machine.
+    os.nice(settings.background_niceness)
     configure_logs(settings)
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)

@@ -107,6 +107,7 @@ def _intro(report: ReportRead, runs: str, links: dict[str, str]) -> list[str]:
         f"<p>{ref['n_items']} outputs; human reference = {escape(ref['method'])} of the raters for "
         f"{ref['n_with_reference']} of them. {escape(text.filters(report.filters))}.</p>"
     )
+    parts.append(_data_time(report))
     if report.interval_rule:
         parts.append(f"<p class='muted' id='interval-rule'>Intervals: {escape(report.interval_rule)}</p>")
     if report.coverage:
@@ -121,6 +122,21 @@ def _intro(report: ReportRead, runs: str, links: dict[str, str]) -> list[str]:
         + "</table>"
     )
     return parts
+
+
+def _data_time(report: ReportRead) -> str:
+    """When the data shown was read; said loudly when a newer report was being computed."""
+    fresh = report.freshness
+    if fresh is None:
+        return ""
+    data, computed = (f"{t:%Y-%m-%d %H:%M:%S} UTC" for t in (fresh.data_time, fresh.computed_at))
+    if fresh.stale:
+        return (
+            f"<p class='note' id='data-time'>Data as of {data} (computed {computed}): a newer report was "
+            "being computed when this page was asked for, so writes made since are not in it. Reload the "
+            "page for the current one.</p>"
+        )
+    return f"<p class='muted' id='data-time'>Data as of {data} (computed {computed}).</p>"
 
 
 def _analysis(a: Analysis, metric_href: Callable[[str], str] | None) -> list[str]:

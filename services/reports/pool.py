@@ -45,11 +45,12 @@ def _init_worker(settings_json: str) -> None:
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when its workers end (a
     # KeyboardInterrupt here would break the pool under a server still shutting down gracefully).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    settings = Settings.model_validate_json(settings_json)
+    os.nice(settings.background_niceness)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent-watch", daemon=True).start()
     apply_offline_env()
-    settings = Settings.model_validate_json(settings_json)
     engine = make_engine(settings.database_url)
     # Closed on a normal exit, so the database sees a goodbye rather than a dropped connection.
     multiprocessing.util.Finalize(engine, engine.dispose, exitpriority=10)

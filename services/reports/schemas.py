@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -374,6 +375,19 @@ class Coverage(BaseModel):
     summary: str = Field(examples=["8 of 38 metrics computed; 30 need an LLM judge (set ...)"])
 
 
+class ReportFreshness(BaseModel):
+    """What data a report was computed from (also in the headers X-Report-Data-Time, X-Report-Computed-At
+    and X-Report-Stale)."""
+
+    data_time: datetime = Field(description="every write committed before this time is in the report")
+    computed_at: datetime = Field(description="when the report was computed")
+    stale: bool = Field(
+        description="true: served from the last computed report while a newer one was being computed (writes "
+        "committed after data_time may be missing); a request with Cache-Control: no-cache waits for a "
+        "current one"
+    )
+
+
 class ReportRead(BaseModel):
     dataset_id: int
     runs: list[RunInfo]
@@ -397,6 +411,9 @@ class ReportRead(BaseModel):
     pass_fail: PassFail | None = None
     interval_rule: str | None = Field(
         default=None, description="how intervals and p-values were obtained and why (ci=auto states its rule)"
+    )
+    freshness: ReportFreshness | None = Field(
+        default=None, description="the time of the data the report was computed from, and whether it is stale"
     )
 
 

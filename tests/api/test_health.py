@@ -5,7 +5,7 @@ from sqlalchemy import Engine, text
 
 from app.main import create_app
 from app.settings import Settings
-from services.db import head_revision
+from services.db import head_revision, pool_capacity
 from tests.api.helpers import assert_envelope
 from tests.conftest import admin_client
 
@@ -52,3 +52,20 @@ def test_readiness_needs_the_configured_workers_alive(settings: Settings, engine
         c.app.state.resources.worker.stop()  # type: ignore[attr-defined]
         failed = assert_envelope(c.get("/readyz"), 503, "NotReady")
         assert [i["field"] for i in failed["items"]] == ["workers"]
+
+
+def test_probes_answer_while_requests_hold_every_pooled_connection(settings: Settings) -> None:
+    """The probes have a connection of their own: with every connection of the requests' pool held (a
+    saturated API), /healthz and /readyz still find the database, rather than wait for the pool and call it
+    unreachable."""
+    settings.database_wait_s = 2.0
+    with admin_client(create_app(settings)) as c:
+        engine = c.app.state.resources.engine  # type: ignore[attr-defined]
+        held = [engine.connect() for _ in range(pool_capacity(engine))]
+        try:
+            health = c.get("/healthz").json()
+            assert health["database"]["reachable"] is True and health["status"] == "ok", health
+            assert c.get("/readyz").status_code == 200
+        finally:
+            for conn in held:
+                conn.close()

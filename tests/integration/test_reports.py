@@ -180,18 +180,22 @@ def test_report_encoding_runs_off_the_event_loop(client: TestClient, monkeypatch
 
     import app.routers.reports as reports_router
 
-    encode = reports_router._encode
     on_loop: list[bool] = []
 
-    def spy(*args: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            on_loop.append(True)
-        except RuntimeError:
-            on_loop.append(False)
-        return encode(*args)
+    def spy(encode: Any) -> Any:
+        def spied(*args: Any) -> Any:
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(True)
+            except RuntimeError:
+                on_loop.append(False)
+            return encode(*args)
 
-    monkeypatch.setattr(reports_router, "_encode", spy)
+        return spied
+
+    # JSON is encoded once per computed report (_json_body), CSV and Markdown on each request (_encode).
+    monkeypatch.setattr(reports_router, "_encode", spy(reports_router._encode))
+    monkeypatch.setattr(reports_router, "_json_body", spy(reports_router._json_body))
     _, run = study(client)
     for fmt in ("json", "csv", "md"):
         assert client.get(f"/runs/{run}/report", params={"format": fmt}).status_code == 200

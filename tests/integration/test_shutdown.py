@@ -1,13 +1,16 @@
-"""The real server, stopped with SIGTERM after serving reports, leaves no process and no database connection
-behind: not its report process, not the multiprocessing resource tracker, not its job worker processes."""
+"""The real server, stopped with SIGTERM after serving reports, or while clients write, score and read
+reports, leaves no process and no database connection behind: not its report process, not the
+multiprocessing resource tracker, not its job worker processes."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,11 +128,25 @@ def test_sigterm_after_reports_leaves_no_process_and_no_connection(
     assert sum("spawn_main" in c for c in commands) == 2, commands
     assert any("resource_tracker" in c for c in commands), commands
     postgres = engine.dialect.name == "postgresql"
+    ports: set[int] = set()
     if postgres:
         ports = _database_ports(children, make_url(database_url).port or 5432)
         assert _sessions_from(engine, ports), "the children hold no database connection to watch"
         ports |= _database_ports([server], make_url(database_url).port or 5432)
+    _stop_and_check(proc, log, children, commands, engine, ports)
 
+
+def _stop_and_check(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    children: list[psutil.Process],
+    commands: list[str],
+    engine: Engine,
+    ports: set[int],
+) -> None:
+    """SIGTERM the server, then: its spawned children were gone when it left, every child is gone soon
+    after, and (PostgreSQL) no session of it or of them is left."""
+    postgres = engine.dialect.name == "postgresql"
     proc.send_signal(signal.SIGTERM)
     proc.wait(60)
     # The server ends its spawned children before it leaves: one merely told to leave is still tearing its
@@ -148,3 +165,97 @@ def test_sigterm_after_reports_leaves_no_process_and_no_connection(
         while (left := _sessions_from(engine, ports)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not left, f"database sessions of the stopped server: {left}"
+
+
+LOAD_CLIENTS = 6
+RATERS = ["r1", "r2", "r3"]
+
+
+class Load:
+    """Clients writing ratings, starting scoring jobs and reading distinct reports in a loop until told to
+    stop, each with one request at a time; ``in_flight`` counts the requests sent and not yet answered."""
+
+    def __init__(self, base: str, run: int) -> None:
+        self.base, self.run = base, run
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.statuses: list[int] = []
+        self.threads = [
+            threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(LOAD_CLIENTS)
+        ]
+
+    def _request(self, c: httpx.Client, rng: random.Random) -> int:
+        op = rng.choice(["ratings", "ratings", "report", "report", "scoring"])
+        if op == "ratings":
+            rows = [
+                {
+                    "question_id": f"q{rng.randrange(40)}",
+                    "rater": rng.choice(RATERS),
+                    "score": rng.randint(1, 5),
+                }
+            ]
+            return c.post(f"/runs/{self.run}/ratings", json=rows).status_code
+        if op == "scoring":
+            return c.post(f"/runs/{self.run}/scoring-jobs", json={"metrics": ["ref.word_recall"]}).status_code
+        # A distinct report each time: the report process always has work.
+        params = {"seed": rng.randrange(2**31), "n_resamples": 200}
+        return c.get(f"/runs/{self.run}/report", params=params).status_code
+
+    def _client(self, i: int) -> None:
+        rng = random.Random(i)
+        with httpx.Client(base_url=self.base, timeout=30) as c:
+            while not self.stop.is_set():
+                with self.lock:
+                    self.in_flight += 1
+                try:
+                    status = self._request(c, rng)
+                except httpx.TransportError:  # the server is leaving or gone
+                    status = 599
+                    time.sleep(0.05)
+                finally:
+                    with self.lock:
+                        self.in_flight -= 1
+                self.statuses.append(status)
+
+    def wait_busy(self, answered: int, in_flight: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.statuses) >= answered and self.in_flight >= in_flight:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"no load: {len(self.statuses)} answered, {self.in_flight} in flight")
+
+
+@pytest.mark.slow
+def test_sigterm_under_load_leaves_no_process_and_no_connection(
+    served: tuple[subprocess.Popen[bytes], str, Path, list[psutil.Process]], database_url: str, engine: Engine
+) -> None:
+    """SIGTERM while clients write ratings, start scoring jobs and read reports (requests in flight, the
+    report process and the job worker busy): the same end as without load."""
+    proc, base, log, tracked = served
+    with httpx.Client(base_url=base, timeout=60) as c:
+        run = _load(c)
+        assert c.post("/raters", json=[{"name": r} for r in RATERS]).status_code == 200
+    load = Load(base, run)
+    for thread in load.threads:
+        thread.start()
+    try:
+        load.wait_busy(answered=3 * LOAD_CLIENTS, in_flight=LOAD_CLIENTS // 2, timeout=90)
+        assert not [s for s in load.statuses if s >= 500], load.statuses
+        server = psutil.Process(proc.pid)
+        children = server.children(recursive=True)
+        tracked += children
+        commands = [" ".join(p.cmdline()) for p in children]
+        assert sum("spawn_main" in c for c in commands) == 2, commands
+        ports: set[int] = set()
+        if engine.dialect.name == "postgresql":
+            db_port = make_url(database_url).port or 5432
+            ports = _database_ports([server, *children], db_port)
+            assert _sessions_from(engine, ports), "the server holds no database connection to watch"
+        _stop_and_check(proc, log, children, commands, engine, ports)
+    finally:
+        load.stop.set()
+        for thread in load.threads:
+            thread.join(60)
+    assert not any(t.is_alive() for t in load.threads)
