@@ -1,5 +1,5 @@
 """The `ragmeta` command is a client of the API for everything but the server commands: a rater running
-`ragmeta task rate` once per item must not wait for the service's store, statistics and metric code to load."""
+`ragmeta task rate` once per item must not wait for the service's store, statistics and metrics to load."""
 
 from __future__ import annotations
 
