@@ -4,10 +4,10 @@ operation builds (app.sdk.operations) and the sync and async clients send (app.s
 from __future__ import annotations
 
 import importlib
-from types import MappingProxyType
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 import httpx
