@@ -1,8 +1,8 @@
 """What every topic of the statistics shares: array types, input checks, and the scipy statistics the
 resampling must reproduce.
 
-Also ``warm_up``: the heavy libraries (pingouin, krippendorff, scikit-learn, the numba kernels of
-services.stats_kernels) are imported inside the functions that use them, so that importing the package
+Also ``warm_up``: the heavy libraries (scipy.stats, pingouin, krippendorff, scikit-learn, the numba kernels
+of services.stats_kernels) are imported inside the functions that use them, so that importing the package
 stays cheap for the API process; report worker processes call ``warm_up`` when they start.
 """
 
@@ -13,7 +13,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 from scipy.special import ndtri
 
 FloatArray = NDArray[np.float64]
@@ -118,6 +117,8 @@ def why_undefined(x: FloatArray, y: FloatArray, min_n: int = 3) -> str | None:
 def reference_statistic(method: CorrMethod, x: FloatArray, y: FloatArray) -> tuple[float, float]:
     """(coefficient, p-value) from scipy."""
     # The scipy functions are the reference the bootstrap must reproduce; callers rule out constant input.
+    from scipy import stats as sps
+
     if method == "pearson":
         res = sps.pearsonr(x, y)
     elif method == "spearman":
@@ -140,6 +141,7 @@ def warm_up() -> None:
     kernels are not cached yet)."""
     import krippendorff  # noqa: F401
     import pingouin  # noqa: F401
+    import scipy.stats  # noqa: F401
     import sklearn.metrics  # noqa: F401
 
     from services import stats_kernels

@@ -15,7 +15,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 from services.stats.core import (
     DEFAULT_CHUNK_ELEMENTS,
@@ -341,6 +340,8 @@ def _jackknife_t(
     estimate: float, jack: FloatArray, confidence: float
 ) -> tuple[float, float, float, float] | str:
     """(low, high, se, p) of the jackknife-t interval on Fisher's z, or why it is undefined."""
+    from scipy import stats as sps
+
     if not np.isfinite(jack).all():
         return "statistic undefined when leaving one unit out (jackknife)"
     if abs(estimate) >= 1.0 or bool((np.abs(jack) >= 1.0).any()):
