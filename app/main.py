@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -187,7 +189,10 @@ def _lifespan(
                     gateway = await anyio.to_thread.run_sync(core.scoring.gateway_url)
                     processes = WorkerProcesses(settings, gateway, count, worker_runtime)
                     stack.callback(processes.stop)
-                    await anyio.to_thread.run_sync(processes.start)
+                    if resources.report_pool.processes:
+                        stack.callback(_start_when_warm(resources.report_pool, processes))
+                    else:
+                        await anyio.to_thread.run_sync(processes.start)
             resources.worker, resources.worker_processes = worker, processes
             yield
         finally:
@@ -195,6 +200,37 @@ def _lifespan(
                 await anyio.to_thread.run_sync(stack.close)
 
     return lifespan
+
+
+# The job worker processes wait at most this long for the report processes' warm-up before starting.
+WORKERS_AFTER_WARM_UP_S = 60.0
+
+
+def _start_when_warm(pool: ReportPool, processes: WorkerProcesses) -> Callable[[], None]:
+    """Start ``processes`` from a thread once the report processes have warmed up (or after
+    ``WORKERS_AFTER_WARM_UP_S``); returns what cancels a start not yet made and waits for the thread.
+
+    On a small machine, the job workers' imports (two processes on two cores) would share the CPU with the
+    report process's warm-up and slow the first report page by seconds; a job queued meanwhile waits in the
+    store until they take it.
+    """
+    stopping = threading.Event()
+
+    def start() -> None:
+        deadline = time.monotonic() + WORKERS_AFTER_WARM_UP_S
+        while not stopping.is_set() and time.monotonic() < deadline and not pool.wait_warm(0.2):
+            pass
+        if not stopping.is_set():
+            processes.start()
+
+    thread = threading.Thread(target=start, name="worker-start", daemon=True)
+    thread.start()
+
+    def cancel() -> None:
+        stopping.set()
+        thread.join()
+
+    return cancel
 
 
 def _install_middleware(app: FastAPI) -> None:
