@@ -103,11 +103,13 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, report_pool: ReportPool | None = None) -> FastAPI:
+    """The app. ``report_pool``: report processes already started (and warming up) for it, which it then
+    owns; by default its own, started by its lifespan."""
     settings = settings or get_settings()
     apply_offline_env()
     engine = make_engine(settings.database_url, settings.database_wait_s)
-    resources = _open_resources(settings, engine)
+    resources = _open_resources(settings, engine, report_pool)
     app = FastAPI(
         title="ragmeta",
         version="0.1.0",
@@ -128,10 +130,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def _open_resources(settings: Settings, engine: Engine) -> AppResources:
+def _open_resources(settings: Settings, engine: Engine, report_pool: ReportPool | None) -> AppResources:
     """What the app owns for its life; the lifespan starts what runs in the background and closes all."""
     core = Resources.open(settings, engine)
     read_factory = core.read_session_factory
+    if report_pool is None:
+        report_pool = ReportPool(settings, read_factory, settings.report_processes)
+    elif report_pool.factory is None:
+        report_pool.factory = read_factory
     return AppResources(
         settings=settings,
         core=core,
@@ -141,7 +147,7 @@ def _open_resources(settings: Settings, engine: Engine) -> AppResources:
         answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
         report_cache=ReportCache(settings.report_cache_size),
         section_cache=ReportCache(settings.report_cache_size),
-        report_pool=ReportPool(settings, read_factory, settings.report_processes),
+        report_pool=report_pool,
         auth=AuthState(settings, look_up),
     )
 
