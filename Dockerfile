@@ -21,6 +21,9 @@ COPY alembic ./alembic
 COPY app ./app
 COPY services ./services
 COPY data ./data
+# The service's bytecode written now: the non-root user cannot write it into /app at run time, and every
+# process would compile every module at each start.
+RUN /opt/venv/bin/python -m compileall -q app services
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/app \
     RAGMETA_DATABASE_URL=sqlite:////data/ragmeta.db \

@@ -118,14 +118,22 @@ def _local_key(args: argparse.Namespace) -> int:
 
 
 def _serve(host: str, port: int, demo: bool = False) -> None:
-    # Refused before the app's code loads: the refusal is all such a start prints.
+    # Refused before anything starts or loads: the refusal is all such a start prints.
     _refuse_open(host)
+    from services.reports.pool import ReportPool
+
+    settings = get_settings()
+    # The report processes are spawned first: their warm-up (the statistics' libraries, compiled kernels)
+    # runs on another core while this process imports the app, so a first report page does not wait.
+    early = ReportPool(settings, None, settings.report_processes) if settings.report_processes else None
+    if early is not None:
+        early.start()
     import uvicorn
 
     from app.main import create_app
 
-    print(start_banner(get_settings(), host, port), flush=True)
-    app = create_app()
+    print(start_banner(settings, host, port), flush=True)
+    app = create_app(settings, early)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     if demo:
         threading.Thread(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -106,11 +108,13 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, report_pool: ReportPool | None = None) -> FastAPI:
+    """The app. ``report_pool``: report processes already started (and warming up) for it, which it then
+    owns; by default its own, started by its lifespan."""
     settings = settings or get_settings()
     apply_offline_env()
     engine = make_engine(settings.database_url, settings.database_wait_s)
-    resources = _open_resources(settings, engine)
+    resources = _open_resources(settings, engine, report_pool)
     app = FastAPI(
         title="ragmeta",
         version="0.1.0",
@@ -131,10 +135,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def _open_resources(settings: Settings, engine: Engine) -> AppResources:
+def _open_resources(settings: Settings, engine: Engine, report_pool: ReportPool | None) -> AppResources:
     """What the app owns for its life; the lifespan starts what runs in the background and closes all."""
     core = Resources.open(settings, engine)
     read_factory = core.read_session_factory
+    if report_pool is None:
+        report_pool = ReportPool(settings, read_factory, settings.report_processes)
+    elif report_pool.factory is None:
+        report_pool.factory = read_factory
     return AppResources(
         settings=settings,
         core=core,
@@ -144,7 +152,7 @@ def _open_resources(settings: Settings, engine: Engine) -> AppResources:
         answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
         report_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
         section_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
-        report_pool=ReportPool(settings, read_factory, settings.report_processes),
+        report_pool=report_pool,
         auth=AuthState(settings, look_up),
         probe_engine=_probe_engine(settings, engine),
         probe_limiter=anyio.CapacityLimiter(1),
@@ -204,7 +212,10 @@ def _lifespan(
                     gateway = await anyio.to_thread.run_sync(core.scoring.gateway_url)
                     processes = WorkerProcesses(settings, gateway, count, worker_runtime)
                     stack.callback(processes.stop)
-                    await anyio.to_thread.run_sync(processes.start)
+                    if resources.report_pool.processes:
+                        stack.callback(_start_when_warm(resources.report_pool, processes))
+                    else:
+                        await anyio.to_thread.run_sync(processes.start)
             resources.worker, resources.worker_processes = worker, processes
             # What start-up made (modules, classes, the app) lives as long as the app: out of the
             # collector's full passes, which otherwise traverse all of it and stopped every request for
@@ -217,6 +228,37 @@ def _lifespan(
                 await anyio.to_thread.run_sync(stack.close)
 
     return lifespan
+
+
+# The job worker processes wait at most this long for the report processes' warm-up before starting.
+WORKERS_AFTER_WARM_UP_S = 60.0
+
+
+def _start_when_warm(pool: ReportPool, processes: WorkerProcesses) -> Callable[[], None]:
+    """Start ``processes`` from a thread once the report processes have warmed up (or after
+    ``WORKERS_AFTER_WARM_UP_S``); returns what cancels a start not yet made and waits for the thread.
+
+    On a small machine, the job workers' imports (two processes on two cores) would share the CPU with the
+    report process's warm-up and slow the first report page by seconds; a job queued meanwhile waits in the
+    store until they take it.
+    """
+    stopping = threading.Event()
+
+    def start() -> None:
+        deadline = time.monotonic() + WORKERS_AFTER_WARM_UP_S
+        while not stopping.is_set() and time.monotonic() < deadline and not pool.wait_warm(0.2):
+            pass
+        if not stopping.is_set():
+            processes.start()
+
+    thread = threading.Thread(target=start, name="worker-start", daemon=True)
+    thread.start()
+
+    def cancel() -> None:
+        stopping.set()
+        thread.join()
+
+    return cancel
 
 
 def _install_middleware(app: FastAPI) -> None:

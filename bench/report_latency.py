@@ -15,6 +15,7 @@ start alone; "first in a fresh process" is a report with no warm-up before it (b
 reports must be equal.
 
     python bench/report_latency.py --team --baseline REV [--pg-url postgresql+psycopg://...] [--repeat 3]
+        [--runs 2]
 """
 
 from __future__ import annotations
@@ -139,43 +140,58 @@ def team(args: argparse.Namespace) -> None:
         f"this tree ({head}{', modified' if dirty else ''})": str(ROOT),
         f"baseline {args.baseline}": str(base),
     }
+    for root in sides.values():
+        # As `make run` and the image do: each side's bytecode written ahead, so that "first" measures a
+        # report, not the compilation of the side's sources (the environment's is written at install).
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "services"], cwd=root, check=True)
     urls = {"sqlite": f"sqlite:///{tempfile.mkdtemp()}/bench.db"}
     if args.pg_url:
         urls["postgres"] = args.pg_url
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    rows: dict[str, dict[str, dict[str, float]]] = {}
+    runs = {db: build_team_run(url, args.outputs) for db, url in urls.items()}
     for db, url in urls.items():
-        run_id = build_team_run(url, args.outputs)
-        reports = {}
-        for label, root in sides.items():
-            # The baseline's compiled kernels are cached on its first warm-up: load them once untimed.
-            _in_fresh_process(root, url, run_id, 1, True)
-            warm = _in_fresh_process(root, url, run_id, args.repeat, True)
-            first = _in_fresh_process(root, url, run_id, 1, False)
-            reports[label] = warm["report"]
-            rows.setdefault(label, {})[db] = {
-                "warm": statistics.median(warm["times"]),
-                "warm_max": max(warm["times"]),
-                "warm_up": warm["warm_up"],
-                "first": first["times"][0],
-            }
-        first_report, *others = reports.values()
-        assert all(r == first_report for r in others), f"{db}: the two sides give different reports"
+        for root in sides.values():
+            # Each side's compiled kernels are cached on its first warm-up: load them once untimed.
+            _in_fresh_process(root, url, runs[db], 1, True)
     print(
         f"report of {args.outputs:,} outputs x 2 raters x 5 metrics (bench/imports.py's run), "
-        f"seconds; warm = median of {args.repeat}"
+        f"seconds; warm = median of {args.repeat}; sides alternate, run by run"
     )
-    header = f"{'':<44}" + "".join(f"{db + ' warm':>15}{'(max)':>8}{'warm-up':>9}{'first':>8}" for db in urls)
-    print(header)
-    for label, by_db in rows.items():
-        line = f"{label:<44}"
-        for db in urls:
-            r = by_db[db]
-            line += f"{r['warm']:>15.2f}{r['warm_max']:>8.2f}{r['warm_up']:>9.2f}{r['first']:>8.2f}"
-        print(line)
-    (new, old) = rows.values()
+    header = f"{'':<44}{'run':>4}" + "".join(
+        f"{db + ' warm':>15}{'(max)':>8}{'warm-up':>9}{'first':>8}" for db in urls
+    )
+    print(header + "   load average")
+    rows: dict[str, list[dict[str, dict[str, float]]]] = {}
+    reports: dict[str, list[Any]] = {db: [] for db in urls}
+    for i in range(args.runs):
+        for label, root in sides.items():
+            load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+            row: dict[str, dict[str, float]] = {}
+            for db, url in urls.items():
+                warm = _in_fresh_process(root, url, runs[db], args.repeat, True)
+                first = _in_fresh_process(root, url, runs[db], 1, False)
+                reports[db].append(warm["report"])
+                row[db] = {
+                    "warm": statistics.median(warm["times"]),
+                    "warm_max": max(warm["times"]),
+                    "warm_up": warm["warm_up"],
+                    "first": first["times"][0],
+                }
+            rows.setdefault(label, []).append(row)
+            line = f"{label:<44}{i + 1:>4}"
+            for db in urls:
+                r = row[db]
+                line += f"{r['warm']:>15.2f}{r['warm_max']:>8.2f}{r['warm_up']:>9.2f}{r['first']:>8.2f}"
+            print(line + "   " + load)
+    labels = list(sides)
     for db in urls:
-        print(f"{db}: baseline / this tree, warm: {old[db]['warm'] / new[db]['warm']:.2f}x; reports equal")
+        # Both sides compute the same report on the same data, every run.
+        assert all(r == reports[db][0] for r in reports[db]), f"{db}: the two sides give different reports"
+        new = [r[db] for r in rows[labels[0]]]
+        old = [r[db] for r in rows[labels[1]]]
+        for what in ("warm", "first"):
+            ratios = ", ".join(f"{o[what] / n[what]:.2f}x" for n, o in zip(new, old, strict=True))
+            print(f"{db}: baseline / this tree, {what}: {ratios}; reports equal")
     print("warm-up: a report worker's start (imports, compiled kernels loaded from numba's cache)")
     print(
         "first: a report in a fresh process with no warm-up before it (imports and kernel loading included)"
@@ -188,6 +204,7 @@ def main() -> None:
     ap.add_argument("--outputs", type=int, help="96 (study), 10,000 with --team")
     ap.add_argument("--metrics", type=int, default=25)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=2, help="with --team: runs of each side, alternating")
     ap.add_argument("--team", action="store_true", help="the 10k-output report, this tree vs --baseline")
     ap.add_argument("--baseline", default="main", help="with --team: the revision to compare with")
     ap.add_argument("--pg-url", default=os.environ.get("RAGMETA_BENCH_PG_URL"))

@@ -11,7 +11,8 @@ restart. Per side and run:
 - `ragmeta run --no-demo`: seconds to `/healthz`.
 
 Sides alternate (baseline, this tree, ...), the load average printed beside each run. The embedded
-defaults otherwise (SQLite, one report process, one job worker process per core).
+defaults otherwise (SQLite, one report process, one job worker process per core). Each side's bytecode is
+compiled first, as `make run` does; the environment's is its install's (scripts/install_locked.py).
 
     python bench/startup.py [--baseline main] [--repeat 2]
 """
@@ -126,6 +127,10 @@ def main() -> None:
     args = ap.parse_args()
     demo = args.demo_store or prepare_demo()
     sides = {f"baseline {args.baseline}": extract(args.baseline), "this tree": ROOT}
+    for root in sides.values():
+        # As `make run` and the image do: the service's bytecode written ahead (the environment's own is
+        # written at install), so that no side compiles its sources at every start.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "app", "services"], cwd=root, check=True)
     print("seconds; healthz: process start to the first 200; page: the first report page after healthz;")
     print("cached: the same page again; --no-demo: healthz of `ragmeta run --no-demo`")
     print(f"{'':<16}{'run':>4}{'healthz':>9}{'page':>7}{'cached':>8}{'--no-demo':>11}   load average")

@@ -55,7 +55,10 @@ def main(argv: list[str]) -> int:
         return 2
     python, requirements = argv[0], argv[1:]
     uv = Path(python).parent / "uv"
-    cmd = [str(uv), "pip", "install", "--python", python, "--quiet"]
+    # Bytecode compiled at install, as pip does: uv leaves it to the first import, which never writes it
+    # where PYTHONDONTWRITEBYTECODE is set or site-packages is read-only, so that every process (the API,
+    # each report and job worker) compiled its thousands of modules from source at every start.
+    cmd = [str(uv), "pip", "install", "--python", python, "--quiet", "--compile-bytecode"]
     for path in requirements:
         cmd += ["-r", path]
     return subprocess.call(cmd + pip_sources(python))

@@ -48,7 +48,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 from services.ppi import MIN_RATED, MeanInterval
 
@@ -216,6 +215,8 @@ def active_intervals(
     ``rated``), the metric f on all M outputs, and each output's inclusion probability pi (read only where
     rated). Every row needs at least ``MIN_RATED`` rated outputs and one unrated. No other input checks:
     ``active_mean`` makes them."""
+    from scipy import stats as sps
+
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     m_all = f.shape[1]
@@ -332,6 +333,8 @@ def uniform_width(
 
 
 def _t(confidence: float, df: float) -> float:
+    from scipy import stats as sps
+
     return float(sps.t.ppf(0.5 + confidence / 2.0, df))
 
 

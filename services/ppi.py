@@ -57,7 +57,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 FloatArray = NDArray[np.float64]
 Quantile = Literal["t", "z"]
@@ -95,6 +94,8 @@ def _vector(values: ArrayLike, name: str) -> FloatArray:
 
 
 def _quantile(confidence: float, df: float | None) -> float:
+    from scipy import stats as sps
+
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     q = 0.5 + confidence / 2.0

@@ -227,39 +227,11 @@ def _x_tables(
 
 
 @_jit
-def _spearman_scan(
-    c: NDArray[np.int64],
-    order: NDArray[np.int64],
-    last: NDArray[np.bool_],
-    levels: NDArray[np.int64],
-    h_ranks: NDArray[np.int64],
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """(sum of doubled x rank * doubled human rank * w, sum of w * doubled x rank^2) of one metric on one
-    resample, an item at a time in ascending x."""
-    below = 0
-    sxy = 0
-    x_sq = 0
-    w_group = 0
-    s_group = 0
-    for k in range(order.size):
-        w = c[order[k]]
-        w_group += w
-        s_group += w * h_ranks[levels[k]]
-        if last[k]:
-            rank = 2 * below + w_group + 1
-            sxy += rank * s_group
-            x_sq += w_group * rank * rank
-            below += w_group
-            w_group = 0
-            s_group = 0
-    return sxy, x_sq
-
-
-@_jit
 def _spearman_table(
     table: NDArray[np.int64], n_groups: int, h_ranks: NDArray[np.int64]
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """_spearman_scan from the resampled weight of each (x group, human level) cell."""
+    """(sum of doubled x rank * doubled human rank * w, sum of w * doubled x rank^2) of one metric on one
+    resample, from the resampled weight of each (x group, human level) cell."""
     n_levels = h_ranks.size
     below = 0
     sxy = 0
@@ -278,8 +250,8 @@ def _spearman_table(
     return sxy, x_sq
 
 
-# Up to this many distinct human values, Kendall's kernel keeps the weight below each value in a plain
-# prefix array (an O(1) query, an O(H) update per tie group); above it, a Fenwick tree (O(log H) each).
+# Up to this many distinct human values, Kendall's kernel keeps the weight at each value per resample and
+# sums at most H/2 of them per item (_kendall_block); above it, a Fenwick tree (O(log H) per item).
 _KENDALL_PREFIX_MAX_LEVELS = 64
 
 
@@ -293,61 +265,11 @@ def _add_group(group: NDArray[np.int64], cum: NDArray[np.int64]) -> None:  # pra
 
 
 @_jit
-def _concordance_prefix(
-    c: NDArray[np.int64],
-    order: NDArray[np.int64],
-    last: NDArray[np.bool_],
-    levels: NDArray[np.int64],
-    n_levels: int,
-    cum: NDArray[np.int64],
-    group: NDArray[np.int64],
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """(concordant - discordant weight, pairs tied in x) of one metric on one resample, few human levels.
-
-    ``cum[l]`` is the weight of the items in lower x groups whose human level is below l; ``group[l]`` the
-    current x group's weight at level l, added to ``cum`` when the group ends.
-    """
-    cum[:] = 0
-    group[:] = 0
-    below = 0
-    cmd = 0
-    x_ties = 0
-    w_group = 0
-    singleton = True
-    for k in range(order.size):
-        w = c[order[k]]
-        level = levels[k]
-        # Lower human value among lower x: cum[level]; higher: below - cum[level + 1].
-        cmd += w * (cum[level] + cum[level + 1] - below)
-        if last[k]:
-            if singleton:
-                # A group of one item (every item of a score without ties): add it directly, over the
-                # whole (short) array without a branch, which the compiler vectorises.
-                for lv in range(1, n_levels + 1):
-                    cum[lv] += w * (lv > level)
-                below += w
-                x_ties += w * (w - 1) // 2
-            else:
-                group[level] += w
-                w_group += w
-                _add_group(group, cum)
-                group[:] = 0
-                below += w_group
-                x_ties += w_group * (w_group - 1) // 2
-                w_group = 0
-            singleton = True
-        else:
-            group[level] += w
-            w_group += w
-            singleton = False
-    return cmd, x_ties
-
-
-@_jit
 def _concordance_table(
     table: NDArray[np.int64], n_groups: int, n_levels: int, cum: NDArray[np.int64]
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """_concordance_prefix from the resampled weight of each (x group, human level) cell."""
+    """(concordant - discordant weight, pairs tied in x) of one metric on one resample, from the resampled
+    weight of each (x group, human level) cell; ``cum[l]`` the weight of lower x groups below level l."""
     cum[:] = 0
     below = 0
     cmd = 0
@@ -392,7 +314,8 @@ def _concordance_fenwick(
     levels: NDArray[np.int64],
     tree: NDArray[np.int64],
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """_concordance_prefix with a Fenwick tree over the human levels (many distinct human values)."""
+    """_concordance_table's sums of one metric on one resample an item at a time in ascending x, with a
+    Fenwick tree over the human levels (many distinct human values)."""
     tree[:] = 0
     below = 0
     cmd = 0
@@ -418,6 +341,143 @@ def _concordance_fenwick(
 
 
 @_jit
+def _transposed(counts: NDArray[np.int64]) -> NDArray[np.int32]:  # pragma: no cover - compiled
+    """(items, rows) copy of the (rows, items) counts: an item's weights in every resample side by side, in
+    int32 (a count is at most the items drawn), half the memory the per-item gathers walk through."""
+    rows, n = counts.shape
+    out = np.empty((n, rows), dtype=np.int32)
+    for r in range(rows):
+        for i in range(n):
+            out[i, r] = counts[r, i]
+    return out
+
+
+@_jit
+def _spearman_block(
+    ct: NDArray[np.int32],
+    order: NDArray[np.int64],
+    last: NDArray[np.bool_],
+    levels: NDArray[np.int64],
+    h_ranks: NDArray[np.int64],
+    sxy: NDArray[np.int64],
+    x_sq: NDArray[np.int64],
+    w_group: NDArray[np.int64],
+    s_group: NDArray[np.int64],
+    below: NDArray[np.int64],
+) -> None:  # pragma: no cover - compiled
+    """_spearman_table's sums of one metric, an item at a time in ascending x, on every resample of a block
+    at once: ``ct`` the (items, rows) counts, ``h_ranks`` the (human level, rows) doubled ranks, the sums
+    into ``sxy`` and ``x_sq``. Each item updates a row of independent resamples (vector instructions, no
+    chain through memory, where one resample at a time waited on its previous item)."""
+    rows = ct.shape[1]
+    sxy[:] = 0
+    x_sq[:] = 0
+    w_group[:] = 0
+    s_group[:] = 0
+    below[:] = 0
+    singleton = True
+    for k in range(order.size):
+        w = ct[order[k]]
+        hr = h_ranks[levels[k]]
+        if last[k] and singleton:
+            for r in range(rows):
+                wr = np.int64(w[r])
+                rank = 2 * below[r] + wr + 1
+                sxy[r] += rank * (wr * hr[r])
+                x_sq[r] += wr * rank * rank
+                below[r] += wr
+        elif last[k]:
+            for r in range(rows):
+                wr = np.int64(w[r])
+                wg = w_group[r] + wr
+                sg = s_group[r] + wr * hr[r]
+                rank = 2 * below[r] + wg + 1
+                sxy[r] += rank * sg
+                x_sq[r] += wg * rank * rank
+                below[r] += wg
+                w_group[r] = 0
+                s_group[r] = 0
+            singleton = True
+        else:
+            for r in range(rows):
+                wr = np.int64(w[r])
+                w_group[r] += wr
+                s_group[r] += wr * hr[r]
+            singleton = False
+
+
+@_jit
+def _kendall_block(
+    ct: NDArray[np.int32],
+    order: NDArray[np.int64],
+    last: NDArray[np.bool_],
+    levels: NDArray[np.int64],
+    level_w: NDArray[np.int64],
+    cmd: NDArray[np.int64],
+    x_ties: NDArray[np.int64],
+    acc: NDArray[np.int64],
+    w_group: NDArray[np.int64],
+    below: NDArray[np.int64],
+) -> None:  # pragma: no cover - compiled
+    """_concordance_table's sums of one metric, an item at a time in ascending x, on every resample of a
+    block at once (``ct`` the (items, rows) counts): (concordant - discordant weight, pairs tied in x) per
+    row, into ``cmd`` and ``x_ties``.
+
+    ``level_w[l]`` holds, per row, the weight of the items of lower x groups at human level l. An item at
+    level l adds w * (lower - higher) = w * (2 lower + level_w[l] - below): ``lower`` summed over the levels
+    below l, or over those above it (lower = below - level_w[l] - upper) when they are fewer. A finished x
+    group adds its items to their levels. Integer sums: the same counts as the item-at-a-time kernels.
+    """
+    rows = ct.shape[1]
+    n_levels = level_w.shape[0]
+    level_w[:] = 0
+    cmd[:] = 0
+    x_ties[:] = 0
+    w_group[:] = 0
+    below[:] = 0
+    first = 0
+    for k in range(order.size):
+        w = ct[order[k]]
+        level = levels[k]
+        at = level_w[level]
+        if level <= n_levels - 1 - level:
+            for r in range(rows):
+                acc[r] = at[r] - below[r]
+            for lv in range(level):
+                lower = level_w[lv]
+                for r in range(rows):
+                    acc[r] += 2 * lower[r]
+        else:
+            for r in range(rows):
+                acc[r] = below[r] - at[r]
+            for lv in range(level + 1, n_levels):
+                upper = level_w[lv]
+                for r in range(rows):
+                    acc[r] -= 2 * upper[r]
+        for r in range(rows):
+            cmd[r] += np.int64(w[r]) * acc[r]
+        if last[k]:
+            if k == first:
+                for r in range(rows):
+                    wr = np.int64(w[r])
+                    at[r] += wr
+                    below[r] += wr
+                    x_ties[r] += wr * (wr - 1) // 2
+            else:
+                for kk in range(first, k + 1):
+                    ww = ct[order[kk]]
+                    into = level_w[levels[kk]]
+                    for r in range(rows):
+                        into[r] += np.int64(ww[r])
+                        w_group[r] += np.int64(ww[r])
+                for r in range(rows):
+                    below[r] += w_group[r]
+                    x_ties[r] += w_group[r] * (w_group[r] - 1) // 2
+                    w_group[r] = 0
+            first = k + 1
+
+
+@_jit
 def _rank_rows(
     kendall: bool,
     counts: NDArray[np.int64],
@@ -433,39 +493,92 @@ def _rank_rows(
     ``x_orders[m]`` sorts metric m ascending (stable); ``x_last[m, k]`` marks the last sorted position of
     each of its tie groups; ``x_levels[m, k]`` is the human tie group of that position's item. A metric
     with few tie groups is counted from its cells of (x group, human level) weights, filled in one pass over
-    the items; the others are visited an item at a time in ascending x. Spearman: doubled midranks keep
-    every sum an exact integer. Kendall: the weight of the items of lower metric value is kept per human
-    level (prefix array, or a Fenwick tree when the human score has many distinct values), so each item's
-    concordant minus discordant weight is two lookups: O(n) per resample and metric for few human levels,
-    O(n log H) otherwise.
+    the items, a resample at a time. The others are visited an item at a time in ascending x, every
+    resample of the block together (``_spearman_block``, ``_kendall_block``: the items' weights transposed
+    once for all metrics). Spearman: doubled midranks keep every sum an exact integer. Kendall: the weight
+    of the items of lower metric value is kept per human level, so each item's concordant minus discordant
+    weight costs at most H/2 additions for H human levels; when the human score has many distinct values
+    (more than ``_KENDALL_PREFIX_MAX_LEVELS``), a Fenwick tree per resample instead, O(n log H).
     """
     rows = counts.shape[0]
     n_metrics = x_orders.shape[0]
     weights = np.zeros(n_h_groups, dtype=np.int64)
     ranks = np.zeros(n_h_groups, dtype=np.int64)
     cum = np.zeros(n_h_groups + 1, dtype=np.int64)
-    group = np.zeros(n_h_groups, dtype=np.int64)
     prefix = n_h_groups <= _KENDALL_PREFIX_MAX_LEVELS
     n_groups, cells = _x_tables(x_orders, x_last, x_levels, n_h_groups)
     table = np.zeros(max(1, _largest(n_groups) * n_h_groups), dtype=np.int64)
+    drawn = np.empty(rows, dtype=np.int64)
+    h_sq = np.empty(rows, dtype=np.int64)
+    y_ties = np.empty(rows, dtype=np.int64)
+    h_ranks = np.empty((n_h_groups, rows), dtype=np.int64)
     for r in range(rows):
         c = counts[r]
-        drawn, h_sq, y_ties = _human_ranks(c, h_group, weights, ranks)
+        drawn[r], h_sq[r], y_ties[r] = _human_ranks(c, h_group, weights, ranks)
+        h_ranks[:, r] = ranks
+        for m in range(n_metrics):
+            if not n_groups[m]:
+                continue
+            cells_m = table[: n_groups[m] * n_h_groups]
+            _fill_table(c, cells[m], cells_m)
+            if kendall:
+                a, b = _concordance_table(cells_m, n_groups[m], n_h_groups, cum)
+                out[r, m] = _tau_b(a, b, drawn[r], y_ties[r])
+            else:
+                a, b = _spearman_table(cells_m, n_groups[m], ranks)
+                out[r, m] = _rho(a, b, drawn[r], h_sq[r])
+    scanned = 0
+    for m in range(n_metrics):
+        scanned += n_groups[m] == 0
+    if scanned == 0:
+        return
+    if kendall and not prefix:
+        tree = np.zeros(n_h_groups + 1, dtype=np.int64)
         for m in range(n_metrics):
             if n_groups[m]:
-                cells_m = table[: n_groups[m] * n_h_groups]
-                _fill_table(c, cells[m], cells_m)
-                if kendall:
-                    a, b = _concordance_table(cells_m, n_groups[m], n_h_groups, cum)
-                else:
-                    a, b = _spearman_table(cells_m, n_groups[m], ranks)
-            elif not kendall:
-                a, b = _spearman_scan(c, x_orders[m], x_last[m], x_levels[m], ranks)
-            elif prefix:
-                a, b = _concordance_prefix(c, x_orders[m], x_last[m], x_levels[m], n_h_groups, cum, group)
-            else:
-                a, b = _concordance_fenwick(c, x_orders[m], x_last[m], x_levels[m], cum)
-            out[r, m] = _tau_b(a, b, drawn, y_ties) if kendall else _rho(a, b, drawn, h_sq)
+                continue
+            for r in range(rows):
+                a, b = _concordance_fenwick(counts[r], x_orders[m], x_last[m], x_levels[m], tree)
+                out[r, m] = _tau_b(a, b, drawn[r], y_ties[r])
+        return
+    ct = _transposed(counts)
+    sums_a = np.empty(rows, dtype=np.int64)
+    sums_b = np.empty(rows, dtype=np.int64)
+    scratch = np.empty((3, rows), dtype=np.int64)
+    level_w = np.empty((n_h_groups, rows), dtype=np.int64)
+    for m in range(n_metrics):
+        if n_groups[m]:
+            continue
+        if kendall:
+            _kendall_block(
+                ct,
+                x_orders[m],
+                x_last[m],
+                x_levels[m],
+                level_w,
+                sums_a,
+                sums_b,
+                scratch[0],
+                scratch[1],
+                scratch[2],
+            )
+            for r in range(rows):
+                out[r, m] = _tau_b(sums_a[r], sums_b[r], drawn[r], y_ties[r])
+        else:
+            _spearman_block(
+                ct,
+                x_orders[m],
+                x_last[m],
+                x_levels[m],
+                h_ranks,
+                sums_a,
+                sums_b,
+                scratch[0],
+                scratch[1],
+                scratch[2],
+            )
+            for r in range(rows):
+                out[r, m] = _rho(sums_a[r], sums_b[r], drawn[r], h_sq[r])
 
 
 @_jit

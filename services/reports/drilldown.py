@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from scipy.stats import rankdata
 from sqlalchemy.orm import Session
 
 from services import stats
@@ -24,6 +23,8 @@ ANSWER_CHARS = 400
 def _percentiles(values: list[float]) -> list[float]:
     if len(values) == 1:
         return [50.0]
+    from scipy.stats import rankdata
+
     ranks = rankdata(np.asarray(values, dtype=np.float64))  # mid-ranks for ties
     return [float((r - 1) / (len(values) - 1) * 100) for r in ranks]
 

@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 from sqlalchemy.orm import Session
 
 from services import stats
@@ -84,6 +83,8 @@ def columns_at(data: ReportData, k: int) -> list[Column]:
 
 
 def wilson(correct: int, total: int) -> Proportion:
+    from scipy import stats as sps
+
     if total == 0:
         return Proportion(
             correct=0,

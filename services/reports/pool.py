@@ -105,7 +105,10 @@ def _running_after(processes: Sequence[BaseProcess], timeout: float) -> list[Bas
 
 
 class ReportPool:
-    def __init__(self, settings: Settings, factory: sessionmaker[Session], processes: int) -> None:
+    def __init__(self, settings: Settings, factory: sessionmaker[Session] | None, processes: int) -> None:
+        """``factory`` (read sessions for ``run_here``) may be None for a pool with processes, started
+        before the app that will own it (``ragmeta serve``: the report process warms up while the API
+        imports)."""
         self.settings = settings
         self.factory = factory
         self.processes = processes
@@ -131,6 +134,10 @@ class ReportPool:
         process id) once warm; a report asked for before then waits for the warm-up left, not all of it."""
         if not self.processes:
             return []
+        with self._lock:
+            started = self._executor is not None and bool(self._warming)
+        if started:  # started early, before its app's lifespan starts it again
+            return self._warming
         pool = self._pool()
         self._warming = [pool.submit(_ready) for _ in range(self.processes)]
         return self._warming
@@ -160,6 +167,8 @@ class ReportPool:
         """The same call in this thread (``processes = 0``)."""
         from services.db import session_scope
 
+        if self.factory is None:
+            raise RuntimeError("a report pool made without a session factory computes in its processes only")
         with session_scope(self.factory) as session:
             return fn(session, self.settings, *args)
 

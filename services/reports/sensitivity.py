@@ -23,7 +23,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 from sqlalchemy.orm import Session
 
 from services import stats
@@ -166,6 +165,8 @@ def _corr(x: np.ndarray, y: np.ndarray, method: str) -> Corr:
 
 
 def _agreement(va: dict[int, float], vb: dict[int, float]) -> ConfigAgreement:
+    from scipy import stats as sps
+
     both = sorted(set(va) & set(vb))
     a = np.array([va[o] for o in both], dtype=np.float64)
     b = np.array([vb[o] for o in both], dtype=np.float64)

@@ -17,7 +17,6 @@ from itertools import combinations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats as sps
 from sqlalchemy.orm import Session
 
 from services import stats
@@ -48,6 +47,8 @@ MEAN_DECIMALS = 10
 
 def run_mean(run_id: int, x: FloatArray) -> RunMean:
     """Mean with the Student t interval (scipy.stats.ttest_1samp(x, 0).confidence_interval())."""
+    from scipy import stats as sps
+
     n = int(x.size)
     if n == 0:
         return RunMean(run_id=run_id, mean=None, ci_low=None, ci_high=None, n=0)
@@ -62,6 +63,8 @@ def run_mean(run_id: int, x: FloatArray) -> RunMean:
 
 def paired_test(run_a: int, run_b: int, a: FloatArray, b: FloatArray) -> PairTest:
     """Mean of b - a with the paired t-test (scipy.stats.ttest_rel(b, a)) and its 95 % interval."""
+    from scipy import stats as sps
+
     n = int(a.size)
     diff = b - a
     base = PairTest(run_a=run_a, run_b=run_b, n=n, difference=None, ci_low=None, ci_high=None, p_value=None)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
 from sqlalchemy.orm import Session
 
 from services import stats
@@ -293,6 +292,8 @@ def _ranking(sm: SystemMetric, n_runs: int) -> RankingRead:
 def _pair_questions_needed(sm: SystemMetric) -> int | None:
     """Questions for the closest pair of runs the humans do not yet tell apart: the paired t-test's power
     formula, two-sided alpha 0.05, power 0.8, sd of the per-question difference from its interval."""
+    from scipy import stats as sps
+
     needed: list[int] = []
     for p in sm.pairs:
         h = p.human

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse  # type: ignore[import-untyped,unused-ignore]
 from numpy.typing import NDArray
 
 from .files import write_json_atomic
@@ -137,6 +136,9 @@ class BM25Index:
         doc_lengths = np.asarray(lengths, dtype=np.int64)
         n_docs, n_terms = doc_lengths.shape[0], len(term_ids)
         flat_docs = np.repeat(np.arange(n_docs, dtype=np.int32), doc_lengths)
+        # Imported here: the API process imports this module without building an index.
+        import scipy.sparse  # type: ignore[import-untyped,unused-ignore]
+
         counts = scipy.sparse.csc_matrix(
             (np.ones(flat_terms.shape[0], dtype=np.int32), (flat_docs, flat_terms)), shape=(n_docs, n_terms)
         )

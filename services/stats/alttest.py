@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 from services.stats.calibration import jackknife_t_interval, question_codes
 from services.stats.core import FloatArray, as_vector, check_confidence
@@ -129,6 +128,8 @@ def alt_test(
     ``rho_interval`` is a jackknife-t by question (``questions``: one per item; None: each item its own).
     ValueError on mismatched shapes, epsilon outside [0, 1) or alpha outside (0, 1).
     """
+    from scipy import stats as sps
+
     pred = as_vector(metric, "metric")
     r = np.asarray(ratings, dtype=np.float64)
     if r.ndim != 2 or r.shape != (pred.size, len(raters)):

@@ -15,7 +15,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 from scipy.special import ndtri
 
 from services.stats.core import (
@@ -178,6 +177,8 @@ def jackknife_differences_many(
     ``bootstrap_differences_many``, or when every leave-one-out difference is equal. Raises ValueError on
     malformed input.
     """
+    from scipy import stats as sps
+
     check_confidence(confidence)
     patterns, undefined, build = _difference_patterns(reference, others, human, method, clusters)
     out = {
@@ -262,6 +263,8 @@ def williams_t(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
 
     Raises ValueError for n < 4, |r| >= 1, or correlations that cannot come from one correlation matrix.
     """
+    from scipy import stats as sps
+
     _check_rs(n, 4, r12, r13, r23)
     det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
     if det < 0:
@@ -278,6 +281,8 @@ def steiger_z(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
 
     Raises ValueError for n < 4 or |r| >= 1.
     """
+    from scipy import stats as sps
+
     _check_rs(n, 4, r12, r13, r23)
     rbar = (r12 + r13) / 2
     c = (r23 * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r23**2)) / (1 - rbar**2) ** 2
@@ -328,6 +333,8 @@ def rank_difference(
     0.930-0.942 (bench/coverage.py, 1,000 data sets per cell). Raises ValueError when a coefficient is
     +-1, n is too small for the SE formula (Spearman n <= 3, Kendall n <= 4), or a variable is constant.
     """
+    from scipy import stats as sps
+
     ci_kind = "fieller" if method == "spearman" else "fieller-ties"
     r_a = reference_statistic(method, a, human)[0]
     r_b = reference_statistic(method, b, human)[0]

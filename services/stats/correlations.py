@@ -15,10 +15,10 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 from services.stats.core import (
     DEFAULT_CHUNK_ELEMENTS,
+    RANK_CHUNK_ELEMENTS,
     CorrMethod,
     FloatArray,
     as_vector,
@@ -246,7 +246,7 @@ def correlations_many(
     confidence: float = 0.95,
     n_resamples: int = 9999,
     seed: int = 0,
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    chunk_elements: int | None = None,
     spearman_ci: Literal["fieller", "bonett-wright"] = "fieller",
     kendall_ci: Literal["fieller-ties", "fieller"] = "fieller-ties",
     clusters: ArrayLike | None = None,
@@ -341,6 +341,8 @@ def _jackknife_t(
     estimate: float, jack: FloatArray, confidence: float
 ) -> tuple[float, float, float, float] | str:
     """(low, high, se, p) of the jackknife-t interval on Fisher's z, or why it is undefined."""
+    from scipy import stats as sps
+
     if not np.isfinite(jack).all():
         return "statistic undefined when leaving one unit out (jackknife)"
     if abs(estimate) >= 1.0 or bool((np.abs(jack) >= 1.0).any()):
@@ -414,7 +416,7 @@ def bootstrap_ci_many(
     n_resamples: int = 9999,
     seed: int = 0,
     confidence: float = 0.95,
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    chunk_elements: int | None = None,
     clusters: ArrayLike | None = None,
     expand: bool = False,
 ) -> dict[str, BootstrapCI]:
@@ -423,7 +425,8 @@ def bootstrap_ci_many(
     Each metric's interval equals ``scipy.stats.bootstrap((x, h), stat, paired=True, method=...,
     n_resamples=n_resamples, rng=np.random.default_rng(seed))`` on its complete pairs. Metrics with the same
     missing-value pattern share the index matrix; each pattern is drawn with the same seed. Memory stays at a
-    few blocks of ``chunk_elements`` entries.
+    few blocks of ``chunk_elements`` entries (by default ``DEFAULT_CHUNK_ELEMENTS`` for Pearson,
+    ``RANK_CHUNK_ELEMENTS`` for the rank coefficients).
 
     ``clusters`` (one label per item, e.g. the question of each output of pooled runs): when some cluster
     holds several complete items, resamples draw whole clusters (cluster bootstrap; BCa's jackknife leaves
@@ -439,6 +442,8 @@ def bootstrap_ci_many(
     ValueError on malformed input.
     """
     check_bootstrap_args(ci_method, n_resamples, confidence)
+    if chunk_elements is None:
+        chunk_elements = DEFAULT_CHUNK_ELEMENTS if method == "pearson" else RANK_CHUNK_ELEMENTS
     h_all = as_vector(human, "human")
     arrays = {name: as_vector(x, name) for name, x in metrics.items()}
     patterns, undefined = _missing_patterns(arrays, h_all, clusters)

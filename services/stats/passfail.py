@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 from scipy.special import expit
 
 from services.stats.core import (
@@ -383,6 +382,8 @@ def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float
     """A held-out figure with its jackknife-t interval: estimate -+ t se, se the jackknife SE leaving one
     question out (the decisions fixed), t with G - 1 df (precision: the questions the metric passes - 1),
     clipped to the figure's range."""
+    from scipy import stats as sps
+
     if not isinstance(held, _HeldOut):
         return Interval(None, None, None, None, str(held))
     value = held.point[name]
@@ -457,6 +458,8 @@ def delong_auc(score: ArrayLike, passed: ArrayLike) -> tuple[float, float]:
     midranks in O(n log n) (Sun & Xu 2014): the placement of each pass among the fails, V10, and of each
     fail among the passes, V01, give var = s2(V10) / n_pass + s2(V01) / n_fail (sample variances). Raises
     ValueError unless there are at least 2 passes and 2 fails."""
+    from scipy import stats as sps
+
     x = as_vector(score, "score")
     flags = np.asarray(passed)
     if flags.shape != x.shape:

@@ -17,7 +17,6 @@ from typing import Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence
@@ -204,6 +203,8 @@ def bootstrap_limits(
 
     Returns the reason instead when the interval is undefined (scipy would return NaN there).
     """
+    from scipy import stats as sps
+
     reason = _degenerate(tb, theta_hat)
     if reason is not None:
         return reason
@@ -324,6 +325,8 @@ def expanded_confidence(confidence: float, units: int) -> float:
     samples, which divides by n where the unbiased variance divides by n - 1 and uses normal quantiles
     where t quantiles belong: 0.9577 at G = 50, 0.9539 at G = 100, 0.95 + O(1/G). Raises ValueError for
     G < 2."""
+    from scipy import stats as sps
+
     check_confidence(confidence)
     if units < 2:
         raise ValueError(f"need at least 2 units to expand an interval, got {units}")
@@ -335,6 +338,8 @@ def _expanded_p(p: float, units: int) -> float:
     """The p of an expanded interval from the p of the plain one: the nominal 1 - confidence at which the
     expanded interval's limit reaches the null (the plain interval's limit there is at level 1 - p). Not
     for the floor p = 1/n_resamples of a null beyond every resample, which every interval excludes."""
+    from scipy import stats as sps
+
     z = float(ndtri(1 - p / 2))
     return float(min(1.0, 2 * sps.t.sf(z / math.sqrt(units / (units - 1)), units - 1)))
 

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
 
 from services.stats.core import FloatArray, check_confidence
 from services.stats.interrater import icc_results
@@ -200,6 +199,8 @@ def _jackknife_t(
     confidence: float,
 ) -> tuple[float, float] | str:
     """z(est) -+ t_{G-1} se_jack(z(loo)) mapped back; the reason when undefined."""
+    from scipy import stats as sps
+
     g = len(loo)
     if g < 3:
         return f"fewer than 3 questions (G = {g}): no jackknife interval"
