@@ -48,7 +48,7 @@ run: setup-runtime compile
 serve: setup-runtime compile
 	$(BIN)/python -m app.cli serve --host $(HOST) --port $(PORT)
 
-test: setup
+test: setup compile
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
@@ -70,7 +70,7 @@ bench: setup
 	$(BIN)/python bench/report_latency.py
 
 # schemathesis (every check, every phase) against the served app on a fresh SQLite store.
-fuzz: setup
+fuzz: setup compile
 	$(BIN)/python scripts/fuzz_api.py $(FUZZ_ARGS)
 
 # 50 clients for 60 s mixing writes and report reads (SQLite; PostgreSQL with RAGMETA_BENCH_PG_URL set).
