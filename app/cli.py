@@ -41,6 +41,7 @@ def _demo(host: str, port: int, pool: ReportPool | None = None) -> None:
     from services.db import make_engine, make_session_factory
     from services.offline import apply_offline_env
     from services.reports import render
+    from services.reports.schemas import ReportQuery
 
     apply_offline_env()
     settings = get_settings()
@@ -50,7 +51,7 @@ def _demo(host: str, port: int, pool: ReportPool | None = None) -> None:
         print("preparing the bundled demo study (offline; only the first run takes a while)...", flush=True)
         info = prepare(factory, settings)
         ids = list(info["runs"].values())
-        report = pool.submit(render.report, ids, {}).result() if pool and pool.processes else None
+        report = pool.submit(render.report, ids, ReportQuery()).result() if pool and pool.processes else None
         print(summary(factory, settings, info["runs"], f"http://{host}:{port}", report), flush=True)
     finally:
         engine.dispose()

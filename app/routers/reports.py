@@ -19,7 +19,7 @@ from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import markdown, render
 from services.reports.cache import ReportCache, Served
-from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportRead
+from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportQuery, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv
 from services.telemetry import timed
@@ -59,15 +59,15 @@ class ReportParams:
             "be given the last computed one while a newer one is computed (see freshness)",
         ),
     ) -> None:
-        self.kwargs: dict[str, Any] = {
-            "k": k,
-            "types": [t.strip() for t in types.split(",") if t.strip()] if types else None,
-            "answerable": answerable,
-            "ci": ci,
-            "seed": seed,
-            "n_resamples": n_resamples,
-            "pass_threshold": pass_threshold,
-        }
+        self.query = ReportQuery(
+            k=k,
+            types=tuple(t.strip() for t in types.split(",") if t.strip()) if types else None,
+            answerable=answerable,
+            ci=ci,
+            seed=seed,
+            n_resamples=n_resamples,
+            pass_threshold=pass_threshold,
+        )
         self.fresh = _fresh(cache_control)
 
 
@@ -158,8 +158,8 @@ def _freshness_headers(freshness: ReportFreshness | None) -> dict[str, str]:
 
 async def _build(request: Request, run_ids: list[int], params: ReportParams) -> Served[ReportRead]:
     """The report, from the cache when the data it reads has not changed (or while it is recomputed)."""
-    key = (tuple(run_ids), tuple(sorted((k, str(v)) for k, v in params.kwargs.items())))
-    compute = partial(_compute, request, render.report, run_ids, params.kwargs)
+    key = (tuple(run_ids), params.query)
+    compute = partial(_compute, request, render.report, run_ids, params.query)
     cache = get_resources(request).report_cache
     return await _cached(request, cache, key, run_ids, report_version, compute, params.fresh)
 
@@ -373,7 +373,7 @@ MetricPath = Annotated[
 async def metric_items(run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep) -> MetricItems:
     """One metric's per-item table: question, human score, metric score, percentiles and their difference,
     largest disagreements first."""
-    return await _compute(request, render.items, [run_id], metric, params.kwargs)  # type: ignore[no-any-return]
+    return await _compute(request, render.items, [run_id], metric, params.query)  # type: ignore[no-any-return]
 
 
 @router.get("/runs/{run_id}/metrics/{metric}/items.html", responses=_ITEMS_HTML, response_class=Response)
@@ -381,7 +381,7 @@ async def metric_items_html(
     run_id: RunId, metric: MetricPath, request: Request, params: ParamsDep
 ) -> HTMLResponse:
     return with_inline_styles(
-        HTMLResponse(await _compute(request, render.items_page, [run_id], metric, params.kwargs))
+        HTMLResponse(await _compute(request, render.items_page, [run_id], metric, params.query))
     )
 
 
@@ -389,7 +389,7 @@ async def metric_items_html(
 async def pooled_metric_items(
     metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
 ) -> MetricItems:
-    return await _compute(request, render.items, _run_ids(runs), metric, params.kwargs)  # type: ignore[no-any-return]
+    return await _compute(request, render.items, _run_ids(runs), metric, params.query)  # type: ignore[no-any-return]
 
 
 @router.get("/report/metrics/{metric}/items.html", responses=_ITEMS_HTML, response_class=Response)
@@ -397,5 +397,5 @@ async def pooled_metric_items_html(
     metric: MetricPath, request: Request, params: ParamsDep, runs: RunsQuery
 ) -> HTMLResponse:
     return with_inline_styles(
-        HTMLResponse(await _compute(request, render.items_page, _run_ids(runs), metric, params.kwargs))
+        HTMLResponse(await _compute(request, render.items_page, _run_ids(runs), metric, params.query))
     )

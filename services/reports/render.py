@@ -3,7 +3,7 @@ router runs, in a report worker process (``services.reports.pool``) or in a thre
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import quote
 
 from sqlalchemy.orm import Session
@@ -15,13 +15,24 @@ from services.reports.drilldown import metric_items
 from services.reports.estimate_render import page_sections, why_not_computed
 from services.reports.estimate_schemas import RunEstimate
 from services.reports.estimates import build_estimate
-from services.reports.schemas import AgreementRead, MetricItems, ReportRead
+from services.reports.schemas import AgreementRead, MetricItems, ReportQuery, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
 from services.reports.stability import page_section as stability_section
 
 
-def report(session: Session, settings: Settings, run_ids: list[int], kwargs: dict[str, Any]) -> ReportRead:
-    return build_report(session, settings, run_ids, **kwargs)
+def report(session: Session, settings: Settings, run_ids: list[int], query: ReportQuery) -> ReportRead:
+    return build_report(
+        session,
+        settings,
+        run_ids,
+        k=query.k,
+        types=list(query.types) if query.types is not None else None,
+        answerable=query.answerable,
+        ci=query.ci,
+        seed=query.seed,
+        n_resamples=query.n_resamples,
+        pass_threshold=query.pass_threshold,
+    )
 
 
 def agreement(session: Session, settings: Settings, run_ids: list[int], seed: int) -> AgreementRead:
@@ -132,17 +143,16 @@ def page(
 
 
 def items(
-    session: Session, settings: Settings, run_ids: list[int], metric: str, kwargs: dict[str, Any]
+    session: Session, settings: Settings, run_ids: list[int], metric: str, query: ReportQuery
 ) -> MetricItems:
-    return metric_items(
-        session, settings, run_ids, metric, types=kwargs.get("types"), answerable=kwargs.get("answerable")
-    )
+    types = list(query.types) if query.types is not None else None
+    return metric_items(session, settings, run_ids, metric, types=types, answerable=query.answerable)
 
 
 def items_page(
-    session: Session, settings: Settings, run_ids: list[int], metric: str, kwargs: dict[str, Any]
+    session: Session, settings: Settings, run_ids: list[int], metric: str, query: ReportQuery
 ) -> str:
-    table = items(session, settings, run_ids, metric, kwargs)
-    base, query = _base(run_ids)
+    table = items(session, settings, run_ids, metric, query)
+    base, runs_query = _base(run_ids)
     runs = ", ".join(f"#{r}" for r in run_ids)
-    return html.render_items(table, f"run(s) {runs}", _url(f"{base}.html", query))
+    return html.render_items(table, f"run(s) {runs}", _url(f"{base}.html", runs_query))

@@ -375,6 +375,22 @@ class Coverage(BaseModel):
     summary: str = Field(examples=["8 of 38 metrics computed; 30 need an LLM judge (set ...)"])
 
 
+CiKind = Literal["fisher", "bca", "auto"]
+
+
+class ReportQuery(BaseModel, frozen=True):
+    """What a report is asked with, from the router's query string to the statistics: one typed, hashable
+    value (it keys the report cache) instead of keyword arguments passed along."""
+
+    k: int = 5
+    types: tuple[str, ...] | None = None
+    answerable: bool | None = None
+    ci: CiKind = "fisher"
+    seed: int = 0
+    n_resamples: int = 2000
+    pass_threshold: float | None = None
+
+
 class ReportFreshness(BaseModel):
     """What data a report was computed from (also in the headers X-Report-Data-Time, X-Report-Computed-At
     and X-Report-Stale)."""

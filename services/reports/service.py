@@ -22,6 +22,7 @@ from services.reports.schemas import (
     AgreementRead,
     AgreementResultRead,
     Analysis,
+    CiKind,
     Comparison,
     Corr,
     Figure,
@@ -36,7 +37,6 @@ from services.runs.repository import RunRepository
 from services.runs.service import get_run
 from services.scores.external import library_kind
 
-CiKind = Literal["fisher", "bca", "auto"]
 METHODS: tuple[Literal["pearson", "spearman", "kendall"], ...] = ("pearson", "spearman", "kendall")
 TITLES = {
     1: "Overall and generation metrics vs the human reference score",

@@ -18,17 +18,8 @@ from sqlalchemy import Engine
 from app.settings import Settings
 from services.db import make_session_factory, session_scope
 from services.reports import render
+from services.reports.schemas import ReportQuery
 from tests.integration.test_reports import study
-
-DEFAULTS: dict[str, Any] = {
-    "k": 5,
-    "types": None,
-    "answerable": None,
-    "ci": "fisher",
-    "seed": 0,
-    "n_resamples": 2000,
-    "pass_threshold": None,
-}
 
 
 def test_a_report_states_its_data_time_and_is_otherwise_unchanged(
@@ -44,7 +35,7 @@ def test_a_report_states_its_data_time_and_is_otherwise_unchanged(
     assert data_time <= datetime.fromisoformat(r.headers["X-Report-Computed-At"])
     # Byte for byte the report computed directly, with the new field last.
     with session_scope(make_session_factory(engine, write=False)) as session:
-        direct = render.report(session, settings, [run], dict(DEFAULTS))
+        direct = render.report(session, settings, [run], ReportQuery())
     body = direct.model_dump(mode="json", exclude={"freshness"})
     assert r.content == JSONResponse({**body, "freshness": fresh}).body
     assert list(r.json()) == [*body, "freshness"]
