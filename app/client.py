@@ -112,9 +112,9 @@ def _start(c: Client, args: argparse.Namespace, job: dict[str, Any], label: str)
 
 
 def render_report(report: Any) -> str:
-    """The report for a terminal, worded like the HTML page (services.reports.text)."""
+    """The report for a terminal, worded like the HTML page (services.reports.presentation.text)."""
+    from services.reports.presentation.text import render_text
     from services.reports.schemas import ReportRead
-    from services.reports.text import render_text
 
     return render_text(ReportRead.model_validate(report))
 

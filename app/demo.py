@@ -166,7 +166,7 @@ def summary(
 ) -> str:
     """A short text summary: metrics computed, agreement, the ceiling, warnings and the top metrics, of
     the runs' pooled ``report`` (computed here when not given)."""
-    from services.reports import text
+    from services.reports.presentation import text
     from services.reports.service import build_report
 
     if report is None:

@@ -13,9 +13,9 @@ from app.deps import CommittingRoute, RunId
 from app.errors import responses
 from app.routers.reports import _compute
 from app.tables import table_response
-from services.reports import estimate_render
 from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
 from services.reports.estimates import estimate_rows
+from services.reports.presentation import estimate_render
 from services.reports.sensitivity import sensitivity_rows
 
 router = APIRouter(tags=["reports"], route_class=CommittingRoute)

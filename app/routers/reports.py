@@ -17,8 +17,9 @@ from app.errors import responses
 from app.resources import get_resources
 from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
-from services.reports import markdown, render
+from services.reports import render
 from services.reports.cache import ReportCache, Served
+from services.reports.presentation import markdown
 from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportQuery, ReportRead
 from services.reports.service import report_rows, report_version
 from services.scores.service import table_csv

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.errors import ServiceError
 from services.ratings.repository import PreferenceRepository
-from services.reports.comparison_figure import pairwise_figure
 from services.reports.comparison_schemas import PairTest, PairwiseRead, SystemsRead
 from services.reports.pairwise import pairwise
+from services.reports.presentation.comparison_figure import pairwise_figure
 from services.reports.schemas import Comparison, Corr
 from services.reports.service import report_version
 from services.reports.systems import MIN_RUNS, systems

@@ -60,7 +60,8 @@ def _init_worker(settings_json: str) -> None:
     # The statistics' lazily imported libraries and compiled kernels, the report code and the figure's
     # matplotlib, once per worker, before any report: the first page then costs what any page does.
     from services import stats
-    from services.reports import figure, render  # noqa: F401
+    from services.reports import render  # noqa: F401
+    from services.reports.presentation import figure
 
     stats.warm_up()
     figure.warm_up()

@@ -10,11 +10,11 @@ from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.errors import ServiceError
-from services.reports import figure, html, markdown
 from services.reports.drilldown import metric_items
-from services.reports.estimate_render import page_sections, why_not_computed
 from services.reports.estimate_schemas import RunEstimate
 from services.reports.estimates import build_estimate
+from services.reports.presentation import figure, html, markdown
+from services.reports.presentation.estimate_render import page_sections, why_not_computed
 from services.reports.schemas import AgreementRead, MetricItems, ReportQuery, ReportRead
 from services.reports.service import agreement_block, build_report, report_version
 from services.reports.stability import page_section as stability_section

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.errors import ServiceError
 from services.ratings.service import rating_table
-from services.reports import text
+from services.reports.presentation import text
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
 from services.scores.repository import ScoreRepository

@@ -22,8 +22,8 @@ from services.config import Settings
 from services.errors import InvalidItems
 from services.reports.comparison_schemas import SystemMetric, SystemsRead
 from services.reports.data import Column, ReportData, gather
-from services.reports.markdown import _cell as md_cell
-from services.reports.markdown import _text as md_text
+from services.reports.presentation.markdown import _cell as md_cell
+from services.reports.presentation.markdown import _text as md_text
 from services.reports.service import _higher_is_better, _k_of
 from services.reports.stability import UNSTABLE_ICC_A1, judge_retest
 from services.reports.systems import MIN_RUNS, systems

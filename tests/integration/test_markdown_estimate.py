@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from scipy import stats as sps
 
 from services.reports.estimate_schemas import RunEstimate
-from services.reports.markdown import ESTIMATE_TITLE, estimate_section
+from services.reports.presentation.markdown import ESTIMATE_TITLE, estimate_section
 from tests.integration.test_estimate_clipping import R1, R2
 from tests.integration.test_reports import study
 

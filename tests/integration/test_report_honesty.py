@@ -292,8 +292,8 @@ def test_a_run_rated_with_the_demo_ratings_says_they_are_illustrative(client: Te
 
 
 def test_terminal_text_says_why_an_undefined_row_has_so_few_items() -> None:
+    from services.reports.presentation.text import render_text
     from services.reports.schemas import Analysis, Corr, MetricRow
-    from services.reports.text import render_text
 
     undefined = Corr(
         estimate=None,

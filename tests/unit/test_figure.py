@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from services.reports import figure
+from services.reports.presentation import figure
 from services.reports.schemas import Analysis, Corr, MetricRow, NotComputed, ReportRead, RunInfo
 
 

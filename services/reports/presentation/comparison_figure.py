@@ -1,4 +1,4 @@
-"""Figures of the comparisons between runs, in the style of the report's figure (services.reports.figure):
+"""Figures of the comparisons between runs, in the style of the report's figure (presentation.figure):
 matplotlib with the Agg backend imported on first use, SVG text kept as text, SVG scaled to its container.
 
 Pairwise: one row per metric, two panels — the Pearson r of the metric's difference with the human
@@ -11,7 +11,15 @@ import io
 import textwrap
 
 from services.reports.comparison_schemas import PairwiseRead
-from services.reports.figure import FONT, LIB_COLOURS, ROW_IN, WIDTH_IN, Format, _fluid_svg, _metadata
+from services.reports.presentation.figure import (
+    FONT,
+    LIB_COLOURS,
+    ROW_IN,
+    WIDTH_IN,
+    Format,
+    _fluid_svg,
+    _metadata,
+)
 
 
 def pairwise_figure(read: PairwiseRead, fmt: Format = "svg") -> bytes:

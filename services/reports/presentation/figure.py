@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from services.reports import text
+from services.reports.presentation import text
 from services.reports.schemas import Analysis, MetricRow, ReportRead
 
 if TYPE_CHECKING:

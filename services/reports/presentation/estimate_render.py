@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from services.config import Settings
 from services.errors import InvalidItems, ServiceError
-from services.reports import text
 from services.reports.estimate_schemas import JudgeConfigurations, JudgeSensitivity, RunEstimate
 from services.reports.estimates import build_estimate
+from services.reports.presentation import text
 from services.reports.sensitivity import build_sensitivity, judge_configurations
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from html import escape
 
-from services.reports import text
 from services.reports.estimate_schemas import MeanEstimate, RunEstimate, WidthPlan
+from services.reports.presentation import text
 from services.reports.schemas import ReportRead
 
 

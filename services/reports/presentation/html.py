@@ -7,7 +7,7 @@ from collections.abc import Callable
 from html import escape
 
 from services.labels import derived_id
-from services.reports import text
+from services.reports.presentation import text
 from services.reports.schemas import Analysis, MetricItems, MetricRow, ReportRead
 
 CSS = """
