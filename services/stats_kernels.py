@@ -545,38 +545,17 @@ def _rank_rows(
     sums_a = np.empty(rows, dtype=np.int64)
     sums_b = np.empty(rows, dtype=np.int64)
     scratch = np.empty((3, rows), dtype=np.int64)
+    s0, s1, s2 = scratch[0], scratch[1], scratch[2]
     level_w = np.empty((n_h_groups, rows), dtype=np.int64)
     for m in range(n_metrics):
         if n_groups[m]:
             continue
         if kendall:
-            _kendall_block(
-                ct,
-                x_orders[m],
-                x_last[m],
-                x_levels[m],
-                level_w,
-                sums_a,
-                sums_b,
-                scratch[0],
-                scratch[1],
-                scratch[2],
-            )
+            _kendall_block(ct, x_orders[m], x_last[m], x_levels[m], level_w, sums_a, sums_b, s0, s1, s2)
             for r in range(rows):
                 out[r, m] = _tau_b(sums_a[r], sums_b[r], drawn[r], y_ties[r])
         else:
-            _spearman_block(
-                ct,
-                x_orders[m],
-                x_last[m],
-                x_levels[m],
-                h_ranks,
-                sums_a,
-                sums_b,
-                scratch[0],
-                scratch[1],
-                scratch[2],
-            )
+            _spearman_block(ct, x_orders[m], x_last[m], x_levels[m], h_ranks, sums_a, sums_b, s0, s1, s2)
             for r in range(rows):
                 out[r, m] = _rho(sums_a[r], sums_b[r], drawn[r], h_sq[r])
 
