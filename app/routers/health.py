@@ -88,6 +88,10 @@ def _workers_alive(request: Request) -> Check | None:
     if not resources.settings.jobs.embedded_worker:
         return None
     processes = resources.worker_processes
+    if processes is not None and not processes.processes:
+        # Started once the report process has warmed up (app.main, at most a minute after start-up): not
+        # failed, and a job queued meanwhile waits in the store for them.
+        return Check(ok=True, detail=f"{processes.count} worker processes starting after the report warm-up")
     if processes is not None:
         alive = sum(1 for p in processes.processes if p.is_alive())
         total = len(processes.processes)

@@ -14,6 +14,10 @@ a request made at time ``t`` is given (``ReportCache.get``):
 3. else a computation begun at or after ``t``: the one under way if it began then, else one started for it,
    after the one under way (if any) has ended. Requests waiting together share it.
 
+A deletion (``ReportCache.deleted``: a run, a dataset, ratings, scores or job results removed) ends rule 1
+for every report computed before it: the next request reads the data version, which fails for a run that is
+gone, instead of being given a report of deleted data.
+
 So one report is computed at most once at a time, and a request that writes then reads (with nothing else
 under way) sees its own writes. Every answer says what it was computed from (``Computed``): ``data_time``,
 before which every committed write is in it, and ``computed_at``.
@@ -25,6 +29,8 @@ computation that raises raises in every request waiting for it, and nothing is k
 from __future__ import annotations
 
 import asyncio
+import itertools
+import threading
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -48,6 +54,8 @@ class Computed(Generic[T]):
     # Every write committed before this time is in ``value`` (the computation read the data after it).
     data_time: datetime
     computed_at: datetime
+    # The cache's deletion count when the computation began: a report of data since deleted is never stale.
+    epoch: int = 0
     # Forms of ``value`` derived once for every request served it (an encoded body, say): the caller's.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -64,6 +72,7 @@ class _Flight(Generic[T]):
     future: asyncio.Future[Computed[T]]
     version: Hashable
     data_time: datetime
+    epoch: int
 
 
 class ReportCache(Generic[T]):
@@ -71,10 +80,21 @@ class ReportCache(Generic[T]):
         self._latest: LRUCache[Hashable, Computed[T]] | None = LRUCache(maxsize) if maxsize > 0 else None
         self._flights: dict[Hashable, _Flight[T]] = {}
         self.max_stale = timedelta(seconds=max_stale_s)
+        # Deletions so far; read on the event loop, counted from the deleting request's thread.
+        self._epoch = 0
+        self._deletions = itertools.count(1)
+        self._epoch_lock = threading.Lock()
         # Served current from the cache; computed; served stale while a computation was under way.
         self.hits = 0
         self.misses = 0
         self.stale = 0
+
+    def deleted(self) -> None:
+        """Something reports read was deleted: no report computed before now is served stale again (thread
+        safe; called by the deleting request before its transaction commits, so a computation that could
+        still read the deleted rows is counted before it)."""
+        with self._epoch_lock:
+            self._epoch = next(self._deletions)
 
     def latest(self, key: Hashable) -> Computed[T] | None:
         return self._latest.get(key) if self._latest is not None else None
@@ -115,6 +135,7 @@ class ReportCache(Generic[T]):
         if (
             key in self._flights
             and latest is not None
+            and latest.epoch == self._epoch
             and self.max_stale > timedelta(0)
             and asked_at - latest.data_time <= self.max_stale
         ):
@@ -123,13 +144,13 @@ class ReportCache(Generic[T]):
         return None
 
     def _start(self, key: Hashable, version: Hashable, compute: Callable[[], Awaitable[T]]) -> _Flight[T]:
-        data_time = utcnow()
+        data_time, epoch = utcnow(), self._epoch
 
         async def run() -> Computed[T]:
             value = await compute()
-            return Computed(value, version, data_time, utcnow())
+            return Computed(value, version, data_time, utcnow(), epoch)
 
-        flight = _Flight(asyncio.ensure_future(run()), version, data_time)
+        flight = _Flight(asyncio.ensure_future(run()), version, data_time, epoch)
         self._flights[key] = flight
 
         def done(future: asyncio.Future[Computed[T]]) -> None:

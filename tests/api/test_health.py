@@ -69,3 +69,18 @@ def test_probes_answer_while_requests_hold_every_pooled_connection(settings: Set
         finally:
             for conn in held:
                 conn.close()
+
+
+def test_workers_waiting_for_the_report_warm_up_are_starting_not_dead(client: TestClient) -> None:
+    """Worker processes start once the report process has warmed up (at most a minute after start-up); until
+    then readiness says they are starting, rather than failing on "0 of 0 worker processes alive"."""
+    from services.jobs.processes import WorkerProcesses
+    from services.workers import worker_runtime
+
+    resources = client.app.state.resources  # type: ignore[attr-defined]
+    resources.settings.jobs.embedded_worker = True
+    resources.worker_processes = WorkerProcesses(resources.settings, None, 2, worker_runtime)
+    r = client.get("/readyz")
+    assert r.status_code == 200, r.text
+    workers = r.json()["checks"]["workers"]
+    assert workers["ok"] is True and workers["detail"].startswith("2 worker processes starting")

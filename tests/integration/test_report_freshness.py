@@ -113,3 +113,27 @@ def test_while_a_report_is_recomputed_readers_get_the_last_one_said_stale(
     # Nothing changed since: from the cache, current.
     again = client.get(path).json()
     assert again["freshness"]["stale"] is False and gate.calls == 2
+
+
+def test_a_run_deleted_while_its_report_is_recomputed_is_not_served(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stale reports are of data that changed, never of data deleted: once a run is deleted, its report is a
+    404 for every reader, even while a computation begun before the deletion is under way."""
+    _, run = study(client)
+    path = f"/runs/{run}/report"
+    assert client.get(path).status_code == 200
+    gate = Gate(render.report)
+    monkeypatch.setattr(render, "report", gate)
+    client.post("/raters", json=[{"name": "rater3"}])
+    rating = [{"question_id": "q0", "rater": "rater3", "score": 5}]
+    assert client.post(f"/runs/{run}/ratings", json=rating).status_code == 200
+    computing, _ = _in_thread(lambda: client.get(path))
+    assert gate.entered.wait(60)
+    assert client.get(path).json()["freshness"]["stale"] is True  # under way: the last one, said stale
+    assert client.delete(f"/runs/{run}", params={"cascade": "true"}).status_code == 200
+    for form in (path, f"{path}?format=csv", f"{path}.html", f"{path}.svg"):
+        assert client.get(form).status_code == 404, form
+    gate.opened.set()
+    computing.join(60)
+    assert client.get(path).status_code == 404

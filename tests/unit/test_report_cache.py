@@ -192,3 +192,32 @@ async def test_a_failed_computation_fails_its_waiters_and_keeps_nothing() -> Non
     nxt = asyncio.ensure_future(cache.get("r", version("v1"), calls.compute))
     await calls.release()
     assert (await nxt).computed.value == "report 3"
+
+
+async def test_after_a_deletion_no_earlier_report_is_served_stale() -> None:
+    """A run deleted while its report is recomputed: the next reader is not given the deleted run's report,
+    stale or not; it reads the data version, which fails for a run that is gone."""
+    cache: ReportCache[str] = ReportCache(8, max_stale_s=60)
+    calls = Computations()
+    first = asyncio.ensure_future(cache.get("r", version("v1"), calls.compute))
+    await calls.release()
+    old = (await first).computed
+    under_way = asyncio.ensure_future(cache.get("r", version("v2"), calls.compute))
+    await _settle()
+    assert (await cache.get("r", version("v3"), calls.compute)).computed is old
+    cache.deleted()
+
+    async def gone() -> str:
+        raise LookupError("run 1 not found")
+
+    with pytest.raises(LookupError, match="not found"):
+        await cache.get("r", gone, calls.compute)
+    # The computation begun before the deletion is not served stale either once it has ended.
+    await calls.release()
+    await under_way
+    nxt = asyncio.ensure_future(cache.get("r", version("v4"), calls.compute))
+    await _settle()
+    with pytest.raises(LookupError):
+        await cache.get("r", gone, calls.compute)
+    await calls.release()
+    assert (await nxt).computed.value == "report 3"
