@@ -20,6 +20,7 @@ COPY alembic.ini pyproject.toml ./
 COPY alembic ./alembic
 COPY app ./app
 COPY services ./services
+COPY ragmeta ./ragmeta
 COPY data ./data
 # The service's bytecode written now: the non-root user cannot write it into /app at run time, and every
 # process would compile every module at each start.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
+from urllib.parse import quote
 
 from app.sdk.call import Call, Page, Upload, body, paged, parsed, query, raw, text
 
@@ -78,6 +79,13 @@ if TYPE_CHECKING:
         TaskRead,
     )
     from services.workers import JobKindRead
+
+
+def _segment(value: str) -> str:
+    """A name as one path segment: ``/``, ``?``, ``#`` and ``%`` in it encoded, so it addresses its own
+    resource (a metric named ``external.a#b`` is not cut at a fragment)."""
+    return quote(value, safe="")
+
 
 F = TypeVar("F", bound=Callable[..., Call[Any]])
 
@@ -330,7 +338,7 @@ def get_scores_text(
 
 @operation("DELETE", "/runs/{run_id}/scores/{metric}")
 def delete_scores(run_id: int, metric: str) -> Call[DeleteReport]:
-    return Call("DELETE", f"/runs/{run_id}/scores/{metric}", parsed("DeleteReport"))
+    return Call("DELETE", f"/runs/{run_id}/scores/{_segment(metric)}", parsed("DeleteReport"))
 
 
 # ----------------------------------------------------------------------------------------------- scoring
@@ -426,23 +434,27 @@ def pooled_pdf(runs: Runs, **options: Unpack[ReportOptions]) -> Call[bytes]:
 
 @operation("GET", "/runs/{run_id}/metrics/{metric}/items")
 def metric_items(run_id: int, metric: str, **options: Unpack[ReportOptions]) -> Call[MetricItems]:
-    return Call("GET", f"/runs/{run_id}/metrics/{metric}/items", parsed("MetricItems"), query(**options))
+    return Call(
+        "GET", f"/runs/{run_id}/metrics/{_segment(metric)}/items", parsed("MetricItems"), query(**options)
+    )
 
 
 @operation("GET", "/runs/{run_id}/metrics/{metric}/items.html")
 def metric_items_html(run_id: int, metric: str, **options: Unpack[ReportOptions]) -> Call[str]:
-    return Call("GET", f"/runs/{run_id}/metrics/{metric}/items.html", text, query(**options))
+    return Call("GET", f"/runs/{run_id}/metrics/{_segment(metric)}/items.html", text, query(**options))
 
 
 @operation("GET", "/report/metrics/{metric}/items")
 def pooled_metric_items(runs: Runs, metric: str, **options: Unpack[ReportOptions]) -> Call[MetricItems]:
     params = query(runs=_csv(runs), **options)
-    return Call("GET", f"/report/metrics/{metric}/items", parsed("MetricItems"), params)
+    return Call("GET", f"/report/metrics/{_segment(metric)}/items", parsed("MetricItems"), params)
 
 
 @operation("GET", "/report/metrics/{metric}/items.html")
 def pooled_metric_items_html(runs: Runs, metric: str, **options: Unpack[ReportOptions]) -> Call[str]:
-    return Call("GET", f"/report/metrics/{metric}/items.html", text, query(runs=_csv(runs), **options))
+    return Call(
+        "GET", f"/report/metrics/{_segment(metric)}/items.html", text, query(runs=_csv(runs), **options)
+    )
 
 
 # ------------------------------------------------------------------------ estimates, judges, trust

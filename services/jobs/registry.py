@@ -1,7 +1,7 @@
 """What a kind of job does, registered by the domain that owns it; the context every handler runs in.
 
 The jobs package knows no domain: scoring, index building and generation register their handlers here
-(``services.workers.register_job_handlers`` at each entry point's start-up), by name and as lazy
+(``services.resources.register_job_handlers`` at each entry point's start-up), by name and as lazy
 ``"module:Class"`` targets, so that registering costs nothing and importing the jobs package loads no
 domain. A worker asks the registry of its context for the handler of a job's kind; a kind nobody registered
 fails with the kinds that are known.
@@ -79,7 +79,7 @@ class JobHandlers:
                 known = ", ".join(self.kinds) or "none"
                 raise UnknownJobKind(
                     f"no handler registered for job kind {kind!r} (registered: {known}); the worker's "
-                    "start-up registers them (services.workers.register_job_handlers)"
+                    "start-up registers them (services.resources.register_job_handlers)"
                 )
             if isinstance(target, str):
                 module, _, name = target.partition(":")

@@ -57,3 +57,11 @@ def test_a_method_builds_its_operation_s_path() -> None:
         {"k": 4},
     )
     assert dict(operations.pooled_report([3, 4]).params) == {"runs": "3,4"}
+
+
+def test_a_name_in_a_path_is_one_segment() -> None:
+    """A metric's name goes into its path encoded: ``#``, ``?`` or ``/`` in it cannot cut the URL short."""
+    from app.sdk import operations
+
+    assert operations.delete_scores(3, "external.a#b?c").path == "/runs/3/scores/external.a%23b%3Fc"
+    assert operations.metric_items(1, "ref.word_recall@5").path == "/runs/1/metrics/ref.word_recall%405/items"
