@@ -312,7 +312,9 @@ def cmd_report(c: Client, args: argparse.Namespace) -> None:
     if args.output and fmt is None:
         fmt = output_format(writable(args.output), REPORT_FORMATS, "a report")
     fmt = fmt or "text"
-    run, opts = ids[0], {"ci": args.ci, "k": args.k}
+    # The report of the data as it is now: a command run after an import reads its import, whatever other
+    # clients are computing (never the last report computed, said stale).
+    run, opts = ids[0], {"ci": args.ci, "k": args.k, "fresh": True}
     pooled = len(ids) > 1
     if fmt in ("json", "csv", "md"):
         table: Literal["json", "csv", "md"] = "json" if fmt == "json" else "csv" if fmt == "csv" else "md"
@@ -335,7 +337,7 @@ def cmd_report(c: Client, args: argparse.Namespace) -> None:
 def cmd_figure(c: Client, args: argparse.Namespace) -> None:
     ids = _run_ids(args)
     fmt = output_format(writable(args.output), {f".{f}": f for f in FIGURE_FORMATS}, "the figure")
-    opts = {"ci": args.ci, "k": args.k}
+    opts = {"ci": args.ci, "k": args.k, "fresh": True}
     if len(ids) > 1:
         pooled = {"svg": c.pooled_svg, "png": c.pooled_png, "pdf": c.pooled_pdf}[fmt]
         figure = pooled(ids, **opts)

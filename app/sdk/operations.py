@@ -81,6 +81,13 @@ if TYPE_CHECKING:
     from services.workers import JobKindRead
 
 
+def _report_call(path: str, read: Callable[[Any], Any], options: ReportOptions, **params: Any) -> Call[Any]:
+    """A form of a report: its options in the query string, ``fresh`` as ``Cache-Control: no-cache``."""
+    fresh = options.pop("fresh", False)
+    headers = {"Cache-Control": "no-cache"} if fresh else {}
+    return Call("GET", path, read, query(**params, **options), headers=headers)
+
+
 def _segment(value: str) -> str:
     """A name as one path segment: ``/``, ``?``, ``#`` and ``%`` in it encoded, so it addresses its own
     resource (a metric named ``external.a#b`` is not cut at a fragment)."""
@@ -128,6 +135,9 @@ class ReportOptions(TypedDict, total=False):
     seed: int
     n_resamples: int
     pass_threshold: float
+    # A report of the data as it is now, waited for (Cache-Control: no-cache), rather than the last one
+    # computed while a newer one is computed (then said stale in its freshness).
+    fresh: bool
 
 
 Runs = str | Sequence[int]
@@ -370,66 +380,66 @@ def agreement(run_id: int, *, seed: int | None = None) -> Call[AgreementRead]:
 
 @operation("GET", "/runs/{run_id}/report")
 def run_report(run_id: int, **options: Unpack[ReportOptions]) -> Call[ReportRead]:
-    return Call("GET", f"/runs/{run_id}/report", parsed("ReportRead"), query(**options))
+    return _report_call(f"/runs/{run_id}/report", parsed("ReportRead"), options)
 
 
 @operation("GET", "/runs/{run_id}/report")
 def run_report_text(
     run_id: int, format: Literal["json", "csv", "md"], **options: Unpack[ReportOptions]
 ) -> Call[str]:
-    return Call("GET", f"/runs/{run_id}/report", text, query(format=format, **options))
+    return _report_call(f"/runs/{run_id}/report", text, options, format=format)
 
 
 @operation("GET", "/report")
 def pooled_report(runs: Runs, **options: Unpack[ReportOptions]) -> Call[ReportRead]:
-    return Call("GET", "/report", parsed("ReportRead"), query(runs=_csv(runs), **options))
+    return _report_call("/report", parsed("ReportRead"), options, runs=_csv(runs))
 
 
 @operation("GET", "/report")
 def pooled_report_text(
     runs: Runs, format: Literal["json", "csv", "md"], **options: Unpack[ReportOptions]
 ) -> Call[str]:
-    return Call("GET", "/report", text, query(runs=_csv(runs), format=format, **options))
+    return _report_call("/report", text, options, runs=_csv(runs), format=format)
 
 
 @operation("GET", "/runs/{run_id}/report.html")
 def report_html(run_id: int, **options: Unpack[ReportOptions]) -> Call[str]:
-    return Call("GET", f"/runs/{run_id}/report.html", text, query(**options))
+    return _report_call(f"/runs/{run_id}/report.html", text, options)
 
 
 @operation("GET", "/runs/{run_id}/report.svg")
 def report_svg(run_id: int, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", f"/runs/{run_id}/report.svg", raw, query(**options))
+    return _report_call(f"/runs/{run_id}/report.svg", raw, options)
 
 
 @operation("GET", "/runs/{run_id}/report.png")
 def report_png(run_id: int, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", f"/runs/{run_id}/report.png", raw, query(**options))
+    return _report_call(f"/runs/{run_id}/report.png", raw, options)
 
 
 @operation("GET", "/runs/{run_id}/report.pdf")
 def report_pdf(run_id: int, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", f"/runs/{run_id}/report.pdf", raw, query(**options))
+    return _report_call(f"/runs/{run_id}/report.pdf", raw, options)
 
 
 @operation("GET", "/report.html")
 def pooled_html(runs: Runs, **options: Unpack[ReportOptions]) -> Call[str]:
-    return Call("GET", "/report.html", text, query(runs=_csv(runs), **options))
+    return _report_call("/report.html", text, options, runs=_csv(runs))
 
 
 @operation("GET", "/report.svg")
 def pooled_svg(runs: Runs, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", "/report.svg", raw, query(runs=_csv(runs), **options))
+    return _report_call("/report.svg", raw, options, runs=_csv(runs))
 
 
 @operation("GET", "/report.png")
 def pooled_png(runs: Runs, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", "/report.png", raw, query(runs=_csv(runs), **options))
+    return _report_call("/report.png", raw, options, runs=_csv(runs))
 
 
 @operation("GET", "/report.pdf")
 def pooled_pdf(runs: Runs, **options: Unpack[ReportOptions]) -> Call[bytes]:
-    return Call("GET", "/report.pdf", raw, query(runs=_csv(runs), **options))
+    return _report_call("/report.pdf", raw, options, runs=_csv(runs))
 
 
 @operation("GET", "/runs/{run_id}/metrics/{metric}/items")

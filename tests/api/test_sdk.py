@@ -78,3 +78,13 @@ async def test_the_async_client(client: TestClient) -> None:
         assert sorted(names) == ["a", "b", "c"]
         with pytest.raises(ragmeta.NotFound):
             await api.get_dataset(987654)
+
+
+def test_a_fresh_report_is_asked_with_no_cache() -> None:
+    """``fresh=True`` asks for the report of the data as it is now (Cache-Control: no-cache), and is no
+    query parameter; the command line's report and figure commands ask for it."""
+    from app.sdk import operations
+
+    call = operations.run_report(4, ci="bca", fresh=True)
+    assert dict(call.headers) == {"Cache-Control": "no-cache"} and dict(call.params) == {"ci": "bca"}
+    assert dict(operations.pooled_svg([1, 2]).headers) == {}
