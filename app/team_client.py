@@ -140,6 +140,7 @@ def estimate_text(e: dict[str, Any]) -> str:
         lines.append(
             f"uniform sampling of {u['n_rated']} outputs would give width {u['width']:.3f} ({u['design']})"
         )
+    lines += correlation_lines(e.get("correlation"))
     if e["target_width"] is not None:
         more = e["more_ratings"]
         lines.append(
@@ -155,6 +156,24 @@ def estimate_text(e: dict[str, Any]) -> str:
     if e["closed_at"]:
         lines.append(f"closed at {e['closed_at']}")
     return "\n".join(lines) + "\n"
+
+
+def correlation_lines(c: dict[str, Any] | None) -> list[str]:
+    """The metric-human correlation of an active estimate, beside the uniform width of as many ratings."""
+    if c is None:
+        return []
+    if c["active"] is None:
+        return [f"correlation of {c['metric']} with the human score: undefined ({c['undefined_reason']})"]
+    a, u = c["active"], c["uniform_same_n"]
+    lines = [
+        f"correlation of {c['metric']} with the human score: r = {a['estimate']:.3f} "
+        f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}] (width {a['width']:.3f}); method: {a['method']}"
+    ]
+    if u is not None:
+        lines.append(
+            f"uniform sampling of {u['n_rated']} outputs would give width {u['width']:.3f} ({u['design']})"
+        )
+    return lines
 
 
 def cmd_task_estimate(c: Client, args: argparse.Namespace) -> None:

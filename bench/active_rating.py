@@ -137,14 +137,70 @@ def sps_norm_cdf(x: Array) -> Array:
     return np.asarray(ndtr(x), dtype=np.float64)
 
 
+def true_corr(rho: float, data: str) -> float:
+    """The population correlation of human score and metric, from 10^7 simulated outputs on a fixed
+    seed (Monte Carlo SE about (1 - r^2) / sqrt(10^7) < 0.0003)."""
+    rng = np.random.default_rng(12345)
+    acc = np.zeros(5)
+    for _ in range(10):
+        h, m = simulate(rng, 10, 100_000, rho) if data == "tied" else ambiguous(rng, 10, 100_000, rho)
+        acc += [h.sum(), m.sum(), (h * h).sum(), (m * m).sum(), (h * m).sum()]
+    k = 10 * 10 * 100_000
+    sh, sm, shh, smm, shm = acc / k
+    return float((shm - sh * sm) / math.sqrt((shh - sh * sh) * (smm - sm * sm)))
+
+
+def corr_row(
+    h: Array,
+    m: Array,
+    rated: NDArray[np.bool_],
+    pis: Array,
+    keep: NDArray[np.bool_],
+    n_u: int,
+    rho_true: float,
+) -> dict[str, float]:
+    """Coverage and width of the weighted correlation's jackknife interval (active_ppi.active_correlations)
+    of the population correlation and of each run's own r over its N outputs; beside them, n_u outputs rated
+    uniformly: the same jackknife (equal weights) and Fisher's interval (docs/statistics.md section 1)."""
+    act = active_ppi.active_correlations(h[keep], m[keep], rated[keep], pis[keep])
+    ok = np.isfinite(act.estimate)
+    r_run = np.array([np.corrcoef(h[i], m[i])[0, 1] for i in np.flatnonzero(keep)])
+    first = np.zeros_like(rated)
+    first[:, :n_u] = True
+    uni = active_ppi.active_correlations(h, m, first, np.ones_like(h))
+    r_u = uni.estimate
+    q = 1.959963984540054
+    fz = np.arctanh(np.clip(r_u, -0.999999, 0.999999))
+    f_lo, f_hi = np.tanh(fz - q / math.sqrt(n_u - 3)), np.tanh(fz + q / math.sqrt(n_u - 3))
+    lo, hi = act.ci_low[ok], act.ci_high[ok]
+    u_ok = np.isfinite(r_u)
+    return {
+        "r_reps": float(ok.sum()),
+        "r_cov": float(((lo <= rho_true) & (rho_true <= hi)).mean()),
+        "r_cov_run": float(((lo <= r_run[ok]) & (r_run[ok] <= hi)).mean()),
+        "r_bias": float(act.estimate[ok].mean() - rho_true),
+        "r_w": float((hi - lo).mean()),
+        "r_ucov_jk": float(((uni.ci_low <= rho_true) & (rho_true <= uni.ci_high))[u_ok].mean()),
+        "r_uw_jk": float((uni.ci_high - uni.ci_low)[u_ok].mean()),
+        "r_ucov_fisher": float(((f_lo <= rho_true) & (rho_true <= f_hi))[u_ok].mean()),
+        "r_uw_fisher": float((f_hi - f_lo)[u_ok].mean()),
+    }
+
+
 def cell(
-    rng: np.random.Generator, size: int, rho: float, reps: int, floor: float, data: str = "tied"
+    rng: np.random.Generator,
+    size: int,
+    rho: float,
+    reps: int,
+    floor: float,
+    data: str = "tied",
+    budgets: tuple[float, ...] = BUDGETS,
 ) -> tuple[list[dict[str, float]], float]:
     truth = true_mean()
+    rho_true = true_corr(rho, data)
     h, m = simulate(rng, reps, size, rho) if data == "tied" else ambiguous(rng, reps, size, rho)
-    r_obs = float(np.mean([np.corrcoef(h[i], m[i])[0, 1] for i in range(min(reps, 200))]))
     rows = []
-    for frac in BUDGETS:
+    for frac in budgets:
         budget = frac * size
         rated, pis = draw(rng, h, m, budget, floor)
         keep = (rated.sum(axis=1) >= ppi.MIN_RATED) & (rated.sum(axis=1) < size)
@@ -156,8 +212,10 @@ def cell(
         rated_only = ppi.rated_mean(h[0, :n_u])  # for its quantile only
         sd = h[:, :n_u].std(axis=1, ddof=1)
         t_width = 2 * (rated_only.ci_high - rated_only.estimate) / rated_only.se * sd / math.sqrt(n_u)
+        corr = corr_row(h, m, rated, pis, keep, n_u, rho_true)
         rows.append(
             {
+                **corr,
                 "budget": budget,
                 "n_active": float(res.n_rated.mean()),
                 "dropped": float((~keep).sum()),
@@ -171,7 +229,25 @@ def cell(
                 "pi_max_ratio": float(pis.max(axis=1).mean() / (budget / size)),
             }
         )
-    return rows, r_obs
+    return rows, rho_true
+
+
+def print_corr(rows: list[dict[str, float]]) -> None:
+    """The correlation's rows of a cell: the active interval's coverage of the population r (MC SE) and of
+    each run's own r, its bias and width; the uniform design's jackknife and Fisher coverage and widths."""
+    print(
+        f"{'budget':>7} {'r: cov active':>19} {'cov run r':>9} {'bias':>7} {'w active':>8} "
+        f"{'cov unif jk':>11} {'w unif jk':>9} {'cov Fisher':>10} {'w Fisher':>8}"
+    )
+    for r in rows:
+        se = math.sqrt(r["r_cov"] * (1 - r["r_cov"]) / max(r["r_reps"], 1))
+        flag = "" if BAND[0] <= r["r_cov"] <= BAND[1] else " out"
+        print(
+            f"{r['budget']:>7.0f} {r['r_cov']:>11.3f} ({se:.3f}){flag:<4} {r['r_cov_run']:>5.3f} "
+            f"{r['r_bias']:>+7.3f} {r['r_w']:>8.3f} {r['r_ucov_jk']:>11.3f} {r['r_uw_jk']:>9.3f} "
+            f"{r['r_ucov_fisher']:>10.3f} {r['r_uw_fisher']:>8.3f}"
+            + (f"  ({r['reps'] - r['r_reps']:.0f} runs undefined)" if r["r_reps"] < r["reps"] else "")
+        )
 
 
 def main() -> None:
@@ -181,10 +257,12 @@ def main() -> None:
     ap.add_argument("--rhos", default="0.3,0.6,0.85")
     ap.add_argument("--floor", type=float, default=0.5, help="pi_min as a share of the uniform rate")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="budgets as shares of N")
     ap.add_argument("--data", choices=("tied", "ambiguous"), default="tied")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     reps = args.replicates
+    budgets = tuple(float(b) for b in args.budgets.split(","))
     print(
         f"E[H] = {true_mean():.4f}; {reps} simulated runs per cell and budget; floor {args.floor} x the "
         f"uniform rate; band {BAND[0]:.3f}-{BAND[1]:.3f}; MC SE at .95: {math.sqrt(0.95 * 0.05 / reps):.4f}"
@@ -192,11 +270,14 @@ def main() -> None:
     start = time.perf_counter()
     summary = []
     all_cov: list[float] = []
+    all_rcov: list[float] = []
     for size in (int(s) for s in args.sizes.split(",")):
         for rho in (float(r) for r in args.rhos.split(",")):
-            rows, r_obs = cell(rng, size, rho, reps, args.floor, args.data)
+            rows, r_obs = cell(rng, size, rho, reps, args.floor, args.data, budgets)
             what = "rho" if args.data == "tied" else "share of clear outputs"
-            print(f"\nN = {size}, {what} = {rho} (metric-human r = {r_obs:.2f}; data: {args.data})")
+            print(
+                f"\nN = {size}, {what} = {rho} (population metric-human r = {r_obs:.4f}; data: {args.data})"
+            )
             print(
                 f"{'budget':>7} {'n act':>7} {'cov active':>16} {'cov unif':>8} {'w active':>8} "
                 f"{'w unif PPI':>10} {'w rated-t':>9} {'max pi/unif':>11}"
@@ -211,6 +292,8 @@ def main() -> None:
                     + (f"  ({r['dropped']:.0f} runs with < 3 ratings left out)" if r["dropped"] else "")
                 )
                 all_cov.append(r["cov"])
+            print_corr(rows)
+            all_rcov += [r["r_cov"] for r in rows]
             target_row = min(rows, key=lambda r: abs(r["budget"] - TARGET_AT * size))
             target = target_row["w_uniform"]
             n_act = _needed([r["n_active"] for r in rows], [r["w_active"] for r in rows], target)
@@ -231,6 +314,11 @@ def main() -> None:
         f"\nactive coverage over all cells and budgets: {min(all_cov):.3f}-{max(all_cov):.3f}; "
         f"{sum(not BAND[0] <= c <= BAND[1] for c in all_cov)} of {len(all_cov)} outside the band. "
         f"{time.perf_counter() - start:.0f} s"
+    )
+    print(
+        f"weighted correlation coverage (population r) over all cells and budgets: {min(all_rcov):.3f}-"
+        f"{max(all_rcov):.3f}; {sum(not BAND[0] <= c <= BAND[1] for c in all_rcov)} of {len(all_rcov)} "
+        "outside the band"
     )
 
 

@@ -26,7 +26,14 @@ from services.errors import InvalidItems, ItemError
 from services.models import Output, Rating, RatingTask, TaskDraw, TaskFit, TaskItem
 from services.ppi import MIN_RATED
 from services.scores.repository import ScoreRepository
-from services.tasks.schemas import ActiveEstimate, ActiveInterval, ActivePolicy, NextItem
+from services.tasks.schemas import (
+    ActiveCorrelation,
+    ActiveEstimate,
+    ActiveInterval,
+    ActivePolicy,
+    CorrelationInterval,
+    NextItem,
+)
 
 ACTIVE_METHOD = (
     "active PPI: lambda' mean(metric over all outputs) + sum_R w (human - lambda' metric) / sum_R w, "
@@ -42,6 +49,16 @@ ACTIVE_DESIGN = (
 UNIFORM_DESIGN = (
     "uniform random sampling of the same number of outputs (services.ppi PPI++), width projected from the "
     "weighted moments of these ratings (plug-in variance)"
+)
+CORR_METHOD = (
+    "inclusion-probability weighted Pearson r: every moment (means, variances, covariance of metric and "
+    "human score) a Hajek moment over the rated outputs with w = 1 / inclusion probability (Pearson's r "
+    "when the probabilities are equal); interval tanh(atanh r -+ t(n - 1) SE_J), SE_J the delete-one "
+    "jackknife SE of atanh r over the rated outputs, each left out with its weight"
+)
+UNIFORM_CORR_DESIGN = (
+    "uniform random sampling of the same number of outputs: Fisher's interval "
+    "tanh(atanh r -+ z / sqrt(n - 3)) at this estimate (width projected)"
 )
 ASSUMPTIONS = (
     "Only this task's ratings of its drawn outputs are used, with the probabilities they were drawn with; "
@@ -382,4 +399,41 @@ def estimate(session: Session, task: RatingTask, confidence: float = 0.95) -> Ac
         uniform_same_n=uniform,
         more_ratings=more,
         reached=target is not None and res.width <= target,
+        correlation=correlation(policy.metric, y, f, pi, confidence),
     )
+
+
+def correlation(
+    metric: str, y: np.ndarray, f: np.ndarray, pi: np.ndarray, confidence: float
+) -> ActiveCorrelation:
+    """The metric-human correlation from the rated draws (active_ppi.active_correlation), beside the width
+    of the Fisher interval as many uniformly sampled ratings would give at the same r."""
+    res = active_ppi.active_correlation(y, f, pi, confidence=confidence)
+    if isinstance(res, str):
+        return ActiveCorrelation(metric=metric, active=None, uniform_same_n=None, undefined_reason=res)
+    active = CorrelationInterval(
+        estimate=res.estimate,
+        ci_low=res.ci_low,
+        ci_high=res.ci_high,
+        width=res.width,
+        se_z=res.se_z,
+        n_rated=res.n_rated,
+        method=CORR_METHOD,
+        design=ACTIVE_DESIGN,
+    )
+    width = active_ppi.fisher_width(res.estimate, res.n_rated, confidence)
+    uniform = (
+        None
+        if width is None
+        else CorrelationInterval(
+            estimate=None,
+            ci_low=None,
+            ci_high=None,
+            width=width,
+            se_z=1.0 / math.sqrt(res.n_rated - 3),
+            n_rated=res.n_rated,
+            method="Pearson r with Fisher's interval (docs/statistics.md section 1), projected",
+            design=UNIFORM_CORR_DESIGN,
+        )
+    )
+    return ActiveCorrelation(metric=metric, active=active, uniform_same_n=uniform)

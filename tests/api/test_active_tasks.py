@@ -117,6 +117,31 @@ def test_active_task_draws_each_output_for_as_many_raters_as_asked(client: TestC
     assert "Poisson" in est["active"]["design"] and "uniform" in est["uniform_same_n"]["design"]
     assert est["active"]["ci_low"] < est["active"]["estimate"] < est["active"]["ci_high"]
     assert est["n_refits"] == len(fits)
+    # The metric-human correlation under the same design: the 1/pi weighted Pearson r of the rated draws.
+    with session_scope(_factory(client)) as s:
+        rated_draws = s.scalars(select(TaskDraw).where(TaskDraw.task_id == team.task, TaskDraw.included))
+        pairs = [(d.question_id, d.metric_value, d.pi) for d in rated_draws]
+        from services.models import Question
+
+        qids = {q.id: q.external_id for q in s.scalars(select(Question))}
+    w = [1 / p for *_, p in pairs]
+    ys = [1.0 + int(qids[q][1:]) % 5 for q, *_ in pairs]
+    fs = [f for _, f, _ in pairs]
+    my, mf = (sum(a * b for a, b in zip(w, v, strict=True)) / sum(w) for v in (ys, fs))
+    cov, vy, vf = (
+        sum(a * b * c for a, b, c in zip(w, u, v, strict=True)) / sum(w)
+        for u, v in (
+            ([y - my for y in ys], [f - mf for f in fs]),
+            ([y - my for y in ys], [y - my for y in ys]),
+            ([f - mf for f in fs], [f - mf for f in fs]),
+        )
+    )
+    corr = est["correlation"]
+    assert corr["metric"] == "external.m" and corr["active"]["n_rated"] == len(pairs)
+    assert corr["active"]["estimate"] == pytest.approx(cov / (vy * vf) ** 0.5, rel=1e-9)
+    assert corr["active"]["ci_low"] < corr["active"]["estimate"] < corr["active"]["ci_high"]
+    assert "Poisson" in corr["active"]["design"] and "jackknife" in corr["active"]["method"]
+    assert "Fisher" in corr["uniform_same_n"]["design"] and corr["uniform_same_n"]["estimate"] is None
     assert _next(team, "alice") is None
     # The run's uniform-design estimate says its design, and that these ratings were not drawn uniformly.
     run_est = client.get(f"/runs/{team.run}/estimate").json()
@@ -239,6 +264,7 @@ def test_the_cli_creates_an_active_task_draws_and_shows_the_estimate(
     text = capsys.readouterr().out
     assert "3 rated of 3 drawn" in text and "design: sequential Poisson sampling" in text
     assert "uniform sampling of 3 outputs would give width" in text and "target width 2.5" in text
+    assert "correlation of external.m with the human score: undefined (3 rated output(s)" in text
     assert run(client, "task", "estimate", str(task), "--format", "json") == 0
     assert json.loads(capsys.readouterr().out)["n_rated"] == 3
 
@@ -256,6 +282,12 @@ def test_the_dashboard_shows_the_run_mean_and_the_ratings_left_to_the_target(cli
     page = client.get(f"/tasks/{team.task}/dashboard.html")
     assert page.status_code == 200 and 'id="active-estimate"' in page.text
     assert "Target width 0.01" in page.text and "not reachable on this run" in page.text
+    c = e["correlation"]
+    assert 'id="active-correlation"' in page.text and f"Correlation of {c['metric']}" in page.text
+    if c["active"] is not None:
+        assert f"{c['active']['estimate']:.2f} [" in page.text
+    else:
+        assert c["undefined_reason"] in page.text
     fixed = client.post("/tasks", json={"name": "fixed", "run_id": team.run, "raters": ["alice"]}).json()
     assert client.get(f"/tasks/{fixed['id']}/dashboard").json()["active_estimate"] is None
 
