@@ -98,12 +98,18 @@ def cmd_task_create(c: Client, args: argparse.Namespace) -> None:
             ("floor", args.floor),
             ("refit_every", args.refit_every),
             ("target_width", args.target_width),
+            ("lease_minutes", args.lease_minutes),
         ):
             if value is not None:
                 policy[key] = value
         body |= {"policy": "active", "active": policy}
-    elif any(v is not None for v in (args.budget, args.floor, args.refit_every, args.target_width)):
-        raise UsageError("--budget, --floor, --refit-every and --target-width go with --active METRIC")
+    elif any(
+        v is not None
+        for v in (args.budget, args.floor, args.refit_every, args.target_width, args.lease_minutes)
+    ):
+        raise UsageError(
+            "--budget, --floor, --refit-every, --target-width and --lease-minutes go with --active METRIC"
+        )
     t = plain(c.create_task(body))
     print(
         f"task {t['id']} {t['name']!r}: {t['mode']} on run {t['run_id']}"
@@ -115,7 +121,8 @@ def cmd_task_create(c: Client, args: argparse.Namespace) -> None:
         a = t["active"]
         print(
             f"active policy on {a['metric']}: about {a['budget']} outputs drawn, floor {a['floor']} x the "
-            f"uniform rate, refit every {a['refit_every']} ratings"
+            f"uniform rate, refit every {a['refit_every']} ratings, items left unrated released after "
+            f"{a.get('lease_minutes', 30)} min"
             + (f", stops at width {a['target_width']:g}" if a.get("target_width") else "")
         )
     print("\n".join(_progress(t)))
@@ -374,6 +381,9 @@ def _add_task_commands(group: _Group, action: _Action) -> None:
     p.add_argument("--floor", type=float, help="--active: least probability, share of the uniform rate")
     p.add_argument("--refit-every", type=int, help="--active: refit after this many new ratings (10)")
     p.add_argument("--target-width", type=float, help="--active: close the task at this interval width")
+    p.add_argument(
+        "--lease-minutes", type=int, help="--active: release an item served and left unrated this long (30)"
+    )
     p = action(ts, "list", "the rating tasks with their progress", cmd_task_list)
     p.add_argument("--mine", action="store_true", help="only the tasks the caller rates in")
     p = action(

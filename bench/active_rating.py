@@ -25,8 +25,19 @@ variance then depends on the metric, which is where drawing by uncertainty can g
 it barely does (the best possible policy, pi proportional to the true conditional SD, would cut the
 variance by 0.01-1.5 % at rho .3-.85).
 
+--data demo: the policy replayed on the demo study the project ships (data/demo: three runs of 50 outputs,
+two raters each, loaded as app/demo.py loads them). The "oracle" is the demo's own ratings: an output the
+policy draws gets the mean of its two ratings. The metric guiding the draws is ROUGE-L F1 against the
+reference answer (the project's RougeAdapter: rouge-score with Unicode word tokens), an offline metric the
+demo scores. Each run (N = 50) and the three pooled (N = 150) are replayed --replicates times per budget
+(a fresh random order and coins each time); the truth is the run's own mean human score (and its own
+metric-human r), so coverage is of a finite population, which the interval (made for the population the
+outputs come from) over-covers by up to a factor of the finite-population correction 1 - n/N on the
+variance. Printed: active vs uniform widths at the same budget and the coverage of the run's mean.
+
 Usage: python bench/active_rating.py [--replicates 1000] [--sizes 200,1000] [--rhos 0.3,0.6,0.85]
-                                     [--floor 0.5] [--seed 0] [--data tied|ambiguous]
+                                     [--floor 0.5] [--seed 0] [--data tied|ambiguous|demo]
+                                     [--budgets 0.05,...,0.4]
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ Array = NDArray[np.float64]
 BAND = (0.935, 0.965)
 BUDGETS = (0.05, 0.08, 0.12, 0.16, 0.2, 0.25, 0.3, 0.4)
 TARGET_AT = 0.2
+DEMO_BUDGETS = (0.2, 0.3, 0.4, 0.6)
 REFITS = 20
 
 
@@ -250,6 +262,83 @@ def print_corr(rows: list[dict[str, float]]) -> None:
         )
 
 
+def demo_population() -> dict[str, tuple[Array, Array]]:
+    """Run name -> (human score, ROUGE-L F1) of the demo's outputs: each output's two ratings averaged."""
+    import csv
+    import json
+
+    from rouge_score import rouge_scorer
+
+    from services.metrics.classic import UnicodeTokenizer
+
+    root = Path(__file__).resolve().parents[1] / "data" / "demo"
+    refs = {
+        q["external_id"]: q["reference_answer"]
+        for q in map(json.loads, (root / "questions.jsonl").read_text(encoding="utf-8").splitlines())
+    }
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+    out = {}
+    for path in sorted((root / "runs").glob("*.jsonl")):
+        answers = {
+            o["question_id"]: o["answer"]
+            for o in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+        }
+        scores: dict[str, list[float]] = {}
+        with (root / "ratings" / f"{path.stem}.csv").open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                scores.setdefault(row["question_id"], []).append(float(row["score"]))
+        qs = sorted(q for q in answers if q in scores)
+        h = np.array([np.mean(scores[q]) for q in qs])
+        m = np.array([scorer.score(refs[q] or "", answers[q] or "")["rougeL"].fmeasure for q in qs])
+        out[path.stem] = (h, m)
+    return out
+
+
+def demo(rng: np.random.Generator, reps: int, floor: float, budgets: tuple[float, ...]) -> None:
+    """The policy replayed on the demo's ratings (module docstring, --data demo)."""
+    pops = demo_population()
+    pops["pooled (3 runs)"] = (
+        np.concatenate([h for h, _ in pops.values()]),
+        np.concatenate([m for _, m in pops.values()]),
+    )
+    print(
+        f"demo replay: {reps} replays per run and budget; floor {floor}; metric ROUGE-L F1 vs the reference"
+    )
+    for name, (h_pop, m_pop) in pops.items():
+        size = h_pop.size
+        mean, r_pop = float(h_pop.mean()), float(np.corrcoef(h_pop, m_pop)[0, 1])
+        print(
+            f"\n{name}: N = {size}, run mean {mean:.3f} (SD {h_pop.std(ddof=1):.2f}), "
+            f"metric-human r {r_pop:.3f}"
+        )
+        print(
+            f"{'budget':>6} {'n act':>6} {'cov mean act':>18} {'cov unif':>8} {'w act':>6} {'w unif':>6} "
+            f"{'ratio':>6} {'cov r act':>9} {'bias':>6} {'cov r unif jk':>13} {'cov r Fisher':>12} "
+            f"{'w r act':>7} {'w r Fisher':>10}"
+        )
+        for frac in budgets:
+            budget = frac * size
+            order = np.argsort(rng.random((reps, size)), axis=1)
+            h, m = h_pop[order], m_pop[order]
+            rated, pis = draw(rng, h, m, budget, floor)
+            keep = (rated.sum(axis=1) >= ppi.MIN_RATED) & (rated.sum(axis=1) < size)
+            act = active_ppi.active_intervals(h[keep], m[keep], rated[keep], pis[keep])
+            cov = float(((act.ci_low <= mean) & (mean <= act.ci_high)).mean())
+            n_u = max(ppi.MIN_RATED, round(budget))
+            uni = ppi.ppi_intervals(h[:, :n_u], m[:, :n_u], m[:, n_u:])
+            ucov = float(((uni.ci_low <= mean) & (mean <= uni.ci_high)).mean())
+            w_a, w_u = float((act.ci_high - act.ci_low).mean()), float((uni.ci_high - uni.ci_low).mean())
+            c = corr_row(h, m, rated, pis, keep, n_u, r_pop)
+            se = math.sqrt(cov * (1 - cov) / keep.sum())
+            print(
+                f"{budget:>6.0f} {act.n_rated.mean():>6.1f} {cov:>10.3f} ({se:.3f}) {ucov:>8.3f} {w_a:>6.3f} "
+                f"{w_u:>6.3f} {w_a / w_u:>6.3f} {c['r_cov']:>9.3f} {c['r_bias']:>+6.3f} "
+                f"{c['r_ucov_jk']:>13.3f} {c['r_ucov_fisher']:>12.3f} {c['r_w']:>7.3f} "
+                f"{c['r_uw_fisher']:>10.3f}"
+                + (f"  ({(~keep).sum()} replays with < 3 ratings left out)" if (~keep).any() else "")
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replicates", type=int, default=1000)
@@ -258,11 +347,14 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.5, help="pi_min as a share of the uniform rate")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="budgets as shares of N")
-    ap.add_argument("--data", choices=("tied", "ambiguous"), default="tied")
+    ap.add_argument("--data", choices=("tied", "ambiguous", "demo"), default="tied")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     reps = args.replicates
     budgets = tuple(float(b) for b in args.budgets.split(","))
+    if args.data == "demo":
+        demo(rng, reps, args.floor, budgets if args.budgets != ",".join(map(str, BUDGETS)) else DEMO_BUDGETS)
+        return
     print(
         f"E[H] = {true_mean():.4f}; {reps} simulated runs per cell and budget; floor {args.floor} x the "
         f"uniform rate; band {BAND[0]:.3f}-{BAND[1]:.3f}; MC SE at .95: {math.sqrt(0.95 * 0.05 / reps):.4f}"

@@ -5,6 +5,7 @@ the request path, bad settings named, the estimate with its design, and no orpha
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -201,6 +202,7 @@ BAD_SETTINGS = [
     ({"active": {"metric": "external.m", "budget": 2}}, "budget"),
     ({"active": {"metric": "external.m", "budget": 10, "target_width": -1}}, "target_width"),
     ({"active": {"metric": "external.m", "budget": 10, "extra": 1}}, "extra"),
+    ({"active": {"metric": "external.m", "budget": 10, "lease_minutes": 0}}, "lease_minutes"),
     ({"policy": "sometimes"}, "policy"),
     ({"mode": "pairwise", "run_b_id": 1}, "policy"),
 ]
@@ -333,3 +335,80 @@ def test_deleting_the_run_removes_its_active_task_with_its_draws_and_fits(client
     with session_scope(_factory(client)) as s:
         for model in (TaskDraw, TaskFit, TaskItem):
             assert s.scalars(select(model).where(model.task_id == team.task)).all() == []
+
+
+def _backdate(client: TestClient, task: int, who: str, minutes: float) -> None:
+    """Move the serving time of ``who``'s open items back, as if they had been left that long."""
+    with session_scope(_factory(client)) as s:
+        user = AccountRepository(s).users_by_name([who])[who]
+        for it in s.scalars(select(TaskItem).where(TaskItem.task_id == task, TaskItem.user_id == user.id)):
+            if it.status == "pending":
+                assert it.served_at is not None
+                it.served_at = it.served_at - timedelta(minutes=minutes)
+
+
+def _items(client: TestClient, task: int) -> dict[str, list[TaskItem]]:
+    with session_scope(_factory(client)) as s:
+        users = {u.id: u.name for u in AccountRepository(s).users_by_name(["alice", "bob", "carol"]).values()}
+        out: dict[str, list[TaskItem]] = {}
+        for it in s.scalars(select(TaskItem).where(TaskItem.task_id == task).order_by(TaskItem.id)):
+            s.expunge(it)
+            out.setdefault(users[it.user_id], []).append(it)
+        return out
+
+
+def test_an_item_left_past_its_lease_is_released_and_its_output_served_again(client: TestClient) -> None:
+    team = active_team(client, active={"lease_minutes": 30})
+    assert client.get(f"/tasks/{team.task}").json()["active"]["lease_minutes"] == 30
+    assert _next(team, "alice") == 1
+    _backdate(client, team.task, "alice", 29)  # within the lease: bob gets another output
+    assert _next(team, "bob") == 1
+    first = _items(client, team.task)
+    assert first["alice"][0].output_id != first["bob"][0].output_id
+    assert first["alice"][0].status == "pending"
+    # Alice comes back after 40 minutes, before anyone needed her slot: her item again, its lease renewed.
+    _backdate(client, team.task, "alice", 40)
+    assert _next(team, "alice") == 1
+    assert _items(client, team.task)["alice"][0].status == "pending"
+    # She leaves it for 31 minutes: the next rater who needs an item releases it and gets its output.
+    _backdate(client, team.task, "alice", 31)
+    assert _next(team, "carol") == 1
+    after = _items(client, team.task)
+    left, carol = after["alice"][0], after["carol"][0]
+    assert left.status == "released" and left.released_at is not None
+    assert carol.output_id == left.output_id and carol.draw_id == left.draw_id
+    with session_scope(_factory(client)) as s:
+        draw = s.get(TaskDraw, left.draw_id)
+        assert draw is not None and draw.included
+        assert left.inclusion_probability == draw.pi == carol.inclusion_probability  # kept on the release
+    # The released rater cannot rate an output another rater now holds (409 naming the position)...
+    r = team.as_("alice", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 4})
+    body = assert_envelope(r, 409, "Conflict")
+    assert body["items"][0]["field"] == "position" and "released item" in body["detail"]
+    # ...and her page says what happened instead of failing.
+    assert team.as_("alice", "GET", f"/tasks/{team.task}/queue/1").json()["status"] == "released"
+    # Carol skips it: the slot is free again and alice may take it back; carol then cannot.
+    body = {"action": "skip"}
+    assert team.as_("carol", "PUT", f"/tasks/{team.task}/queue/1", json=body).status_code == 200
+    r = team.as_("alice", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 4})
+    assert r.status_code == 200, r.text
+    r = team.as_("carol", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 2})
+    assert assert_envelope(r, 409, "Conflict")["items"][0]["field"] == "position"
+    final = _items(client, team.task)
+    rated = [i.draw_id for v in final.values() for i in v if i.status == "rated"]
+    assert len(rated) == len(set(rated)) == 1  # never more ratings of an output than asked
+    est = client.get(f"/tasks/{team.task}/estimate").json()
+    assert (est["n_drawn"], est["n_rated"]) == (2, 1)  # the released item is not counted
+
+
+def test_a_released_item_is_shown_on_the_rating_page(client: TestClient) -> None:
+    from tests.api.test_auth import login
+
+    team = active_team(client)
+    assert _next(team, "alice") == 1
+    _backdate(client, team.task, "alice", 31)
+    assert _next(team, "bob") == 1
+    browser = TestClient(client.app)
+    assert login(browser, "alice", team.keys["alice"]).status_code == 303
+    page = browser.get(f"/rate/{team.task}/1")
+    assert page.status_code == 200 and "was released" in page.text
