@@ -14,6 +14,11 @@ the N outputs (services.ppi's PPI++ interval), n = the same budget. Printed per 
 ratings the active design took, coverage of E[H] by the active interval (binomial Monte Carlo SE), and the
 mean widths of active PPI, uniform PPI++ and the uniform rated-only t interval.
 
+The metric-human correlation under the same draws (active_ppi.active_correlations: 1/pi weighted Pearson r,
+jackknife on Fisher's z over the rated outputs): its coverage of the population correlation (10^7 simulated
+outputs, true_corr) and of each run's own r over its N outputs, its bias and mean width; beside it n = the
+budget outputs rated uniformly: the same jackknife (equal weights) and Fisher's interval.
+
 Ratings to a target width: the target is the mean width of the uniform PPI++ interval at 20 % of N rated;
 the ratings each design needs for it are read off its mean-width curve (interpolated in log n); "saving" is
 1 - active / uniform PPI++ (goal: at least 30 % at rho >= .6, never below -5 % at rho = .3).
@@ -160,6 +165,22 @@ def true_corr(rho: float, data: str) -> float:
     k = 10 * 10 * 100_000
     sh, sm, shh, smm, shm = acc / k
     return float((shm - sh * sm) / math.sqrt((shh - sh * sh) * (smm - sm * sm)))
+
+
+def oracle_saving(rho: float, data: str) -> float:
+    """The share of ratings the best possible policy would save over uniform PPI++ at the same width:
+    1 - E[s(f)]^2 / E[s(f)^2], s(f)^2 = E[(H - a - b f)^2 | f] the true conditional squared residual of the
+    human score about its population regression on the metric (by metric value, 10^6 simulated outputs),
+    pi proportional to s(f) without floor or cap (so an upper bound)."""
+    rng = np.random.default_rng(54321)
+    h, m = simulate(rng, 10, 100_000, rho) if data == "tied" else ambiguous(rng, 10, 100_000, rho)
+    h, m = h.ravel(), m.ravel()
+    b, a = np.polyfit(m, h, 1)
+    e2 = (h - a - b * m) ** 2
+    _, inverse, counts = np.unique(m, return_inverse=True, return_counts=True)
+    s2 = np.bincount(inverse, weights=e2) / counts  # per metric value
+    p = counts / counts.sum()
+    return float(1 - (p * np.sqrt(s2)).sum() ** 2 / (p * s2).sum())
 
 
 def corr_row(
@@ -391,17 +412,22 @@ def main() -> None:
             n_act = _needed([r["n_active"] for r in rows], [r["w_active"] for r in rows], target)
             n_uni = _needed([r["n_uniform"] for r in rows], [r["w_uniform"] for r in rows], target)
             n_rat = _needed([r["n_uniform"] for r in rows], [r["w_rated"] for r in rows], target)
-            summary.append((size, rho, r_obs, target, n_act, n_uni, n_rat))
+            summary.append((size, rho, r_obs, target, n_act, n_uni, n_rat, oracle_saving(rho, args.data)))
     print(f"\nratings to reach the target width (uniform PPI++'s mean width at {TARGET_AT:.0%} of N rated)")
     print(
         f"{'N':>5} {'rho':>5} {'r':>5} {'target':>7} {'active':>7} {'uniform PPI++':>13} {'saving':>7} "
-        f"{'uniform rated-only':>18} {'saving':>7}"
+        f"{'uniform rated-only':>18} {'saving':>7} {'oracle policy saving':>20}"
     )
-    for size, rho, r_obs, target, n_act, n_uni, n_rat in summary:
+    for size, rho, r_obs, target, n_act, n_uni, n_rat, best in summary:
         print(
             f"{size:>5} {rho:>5.2f} {r_obs:>5.2f} {target:>7.3f} {n_act:>7.1f} {n_uni:>13.1f} "
-            f"{1 - n_act / n_uni:>7.1%} {n_rat:>18.1f} {1 - n_act / n_rat:>7.1%}"
+            f"{1 - n_act / n_uni:>7.1%} {n_rat:>18.1f} {1 - n_act / n_rat:>7.1%} {best:>20.2%}"
         )
+    print(
+        "saving: 1 - active / uniform (negative: the active design needs more ratings); oracle policy "
+        "saving: the most any policy could save over uniform PPI++ on this data (pi proportional to the true "
+        "conditional residual SD, oracle_saving)"
+    )
     print(
         f"\nactive coverage over all cells and budgets: {min(all_cov):.3f}-{max(all_cov):.3f}; "
         f"{sum(not BAND[0] <= c <= BAND[1] for c in all_cov)} of {len(all_cov)} outside the band. "
