@@ -252,6 +252,22 @@ def test_the_cli_creates_an_active_task_draws_and_shows_the_estimate(
     out = capsys.readouterr().out
     task = int(out.split("task ", 1)[1].split()[0])
     assert "active policy on external.m: about 8 outputs drawn" in out and "stops at width 2.5" in out
+    assert "items left unrated released after 30 min" in out
+    leased = [
+        "task",
+        "create",
+        str(team.run),
+        "--raters",
+        "alice",
+        "--name",
+        "cli-lease",
+        "--active",
+        "external.m",
+    ]
+    assert run(client, *leased, "--budget", "8", "--lease-minutes", "45") == 0
+    assert "released after 45 min" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="--lease-minutes"):
+        run(client, *argv, "--lease-minutes", "45")
     with pytest.raises(UsageError, match="--budget"):
         run(client, *argv, "--active", "external.m")
     with pytest.raises(UsageError, match="--active"):
