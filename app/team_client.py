@@ -98,12 +98,18 @@ def cmd_task_create(c: Client, args: argparse.Namespace) -> None:
             ("floor", args.floor),
             ("refit_every", args.refit_every),
             ("target_width", args.target_width),
+            ("lease_minutes", args.lease_minutes),
         ):
             if value is not None:
                 policy[key] = value
         body |= {"policy": "active", "active": policy}
-    elif any(v is not None for v in (args.budget, args.floor, args.refit_every, args.target_width)):
-        raise UsageError("--budget, --floor, --refit-every and --target-width go with --active METRIC")
+    elif any(
+        v is not None
+        for v in (args.budget, args.floor, args.refit_every, args.target_width, args.lease_minutes)
+    ):
+        raise UsageError(
+            "--budget, --floor, --refit-every, --target-width and --lease-minutes go with --active METRIC"
+        )
     t = plain(c.create_task(body))
     print(
         f"task {t['id']} {t['name']!r}: {t['mode']} on run {t['run_id']}"
@@ -115,7 +121,8 @@ def cmd_task_create(c: Client, args: argparse.Namespace) -> None:
         a = t["active"]
         print(
             f"active policy on {a['metric']}: about {a['budget']} outputs drawn, floor {a['floor']} x the "
-            f"uniform rate, refit every {a['refit_every']} ratings"
+            f"uniform rate, refit every {a['refit_every']} ratings, items left unrated released after "
+            f"{a.get('lease_minutes', 30)} min"
             + (f", stops at width {a['target_width']:g}" if a.get("target_width") else "")
         )
     print("\n".join(_progress(t)))
@@ -140,6 +147,7 @@ def estimate_text(e: dict[str, Any]) -> str:
         lines.append(
             f"uniform sampling of {u['n_rated']} outputs would give width {u['width']:.3f} ({u['design']})"
         )
+    lines += correlation_lines(e.get("correlation"))
     if e["target_width"] is not None:
         more = e["more_ratings"]
         lines.append(
@@ -155,6 +163,24 @@ def estimate_text(e: dict[str, Any]) -> str:
     if e["closed_at"]:
         lines.append(f"closed at {e['closed_at']}")
     return "\n".join(lines) + "\n"
+
+
+def correlation_lines(c: dict[str, Any] | None) -> list[str]:
+    """The metric-human correlation of an active estimate, beside the uniform width of as many ratings."""
+    if c is None:
+        return []
+    if c["active"] is None:
+        return [f"correlation of {c['metric']} with the human score: undefined ({c['undefined_reason']})"]
+    a, u = c["active"], c["uniform_same_n"]
+    lines = [
+        f"correlation of {c['metric']} with the human score: r = {a['estimate']:.3f} "
+        f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}] (width {a['width']:.3f}); method: {a['method']}"
+    ]
+    if u is not None:
+        lines.append(
+            f"uniform sampling of {u['n_rated']} outputs would give width {u['width']:.3f} ({u['design']})"
+        )
+    return lines
 
 
 def cmd_task_estimate(c: Client, args: argparse.Namespace) -> None:
@@ -355,6 +381,9 @@ def _add_task_commands(group: _Group, action: _Action) -> None:
     p.add_argument("--floor", type=float, help="--active: least probability, share of the uniform rate")
     p.add_argument("--refit-every", type=int, help="--active: refit after this many new ratings (10)")
     p.add_argument("--target-width", type=float, help="--active: close the task at this interval width")
+    p.add_argument(
+        "--lease-minutes", type=int, help="--active: release an item served and left unrated this long (30)"
+    )
     p = action(ts, "list", "the rating tasks with their progress", cmd_task_list)
     p.add_argument("--mine", action="store_true", help="only the tasks the caller rates in")
     p = action(

@@ -55,6 +55,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
 MIN_FIT = 10  # ratings before the uncertainty model replaces the uniform score
+MIN_CORR = 4  # rated outputs the correlation's jackknife interval needs
 RESIDUAL_FLOOR = 0.1  # the predicted residual variance is at least this share of the mean one
 
 
@@ -343,3 +344,138 @@ def width_after(n_more: int, current: MeanInterval) -> float:
     1/sqrt(n) (the projection the stopping rule shows)."""
     n = current.n_rated
     return 2 * _t(current.confidence, n + n_more - 1) * current.se * math.sqrt(n / (n + n_more))
+
+
+@dataclass(frozen=True)
+class ActiveCorrelations:
+    """``active_correlations`` of R runs at once (arrays of length R; nan where undefined)."""
+
+    estimate: FloatArray
+    se_z: FloatArray  # jackknife SE of atanh r
+    ci_low: FloatArray
+    ci_high: FloatArray
+    n_rated: NDArray[np.int64]
+
+
+def _weighted_r(
+    big_w: FloatArray, sy: FloatArray, sf: FloatArray, syy: FloatArray, sff: FloatArray, syf: FloatArray
+) -> FloatArray:
+    """Pearson r from weighted sums (weights, w y, w f, w y^2, w f^2, w y f): the Hajek moments' ratio."""
+    my, mf = sy / big_w, sf / big_w
+    cov = syf / big_w - my * mf
+    vy = syy / big_w - my * my
+    vf = sff / big_w - mf * mf
+    ok = (vy > 0.0) & (vf > 0.0)
+    den = np.sqrt(np.where(ok, vy * vf, 1.0))
+    return np.asarray(np.where(ok, np.clip(cov / den, -1.0, 1.0), np.nan), dtype=np.float64)
+
+
+def active_correlations(
+    y: FloatArray, f: FloatArray, rated: BoolArray, pi: FloatArray, *, confidence: float = 0.95
+) -> ActiveCorrelations:
+    """The inclusion-probability weighted Pearson correlation of metric and human score, and its interval,
+    for every row of (R, M) arrays (as ``active_intervals``). Every moment is a Hajek (1/pi weighted) moment
+    over the rated outputs, so equal probabilities give Pearson's r of the rated outputs exactly. Interval:
+    tanh(atanh r -+ t(n - 1) SE_J), SE_J the delete-one jackknife SE of atanh r over the rated outputs (each
+    left out with its weight). Undefined (nan) below 4 rated outputs, with a constant score among them, or
+    when r or a leave-one-out r is +-1."""
+    from scipy import stats as sps
+
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    w = np.where(rated, 1.0 / np.where(rated, pi, 1.0), 0.0)
+    n = rated.sum(axis=1)
+    big_w = w.sum(axis=1)
+    safe_w = np.where(big_w > 0, big_w, 1.0)
+    # r does not change when y or f is shifted: centre both on their weighted means (less cancellation).
+    y = np.where(rated, y - ((w * np.where(rated, y, 0.0)).sum(axis=1) / safe_w)[:, None], 0.0)
+    f = np.where(rated, f - ((w * np.where(rated, f, 0.0)).sum(axis=1) / safe_w)[:, None], 0.0)
+    sums = [(w * v).sum(axis=1) for v in (y, f, y * y, f * f, y * f)]
+    r = _weighted_r(safe_w, *sums)
+    wi = np.where(rated, big_w[:, None] - w, 1.0)
+    left = _weighted_r(
+        wi, *(s[:, None] - w * v for s, v in zip(sums, (y, f, y * y, f * f, y * f), strict=True))
+    )
+    left_ok = np.isfinite(left) & (np.abs(np.nan_to_num(left)) < 1.0)
+    z_i = np.arctanh(np.where(rated & left_ok, left, 0.0))
+    ok = (n >= MIN_CORR) & np.isfinite(r) & (np.abs(np.nan_to_num(r)) < 1.0)
+    ok &= np.where(rated, left_ok, True).all(axis=1)
+    nn = np.maximum(n, 1).astype(np.float64)
+    z_bar = np.where(rated, z_i, 0.0).sum(axis=1) / nn
+    var = (nn - 1) / nn * np.where(rated, (z_i - z_bar[:, None]) ** 2, 0.0).sum(axis=1)
+    se = np.sqrt(var)
+    ok &= se > 0.0
+    q = sps.t.ppf(0.5 + confidence / 2.0, np.maximum(nn - 1, 1))
+    z = np.arctanh(np.where(ok, r, 0.0))
+    nan = np.full(r.shape, np.nan)
+    return ActiveCorrelations(
+        np.where(ok, r, nan),
+        np.where(ok, se, nan),
+        np.where(ok, np.tanh(z - q * se), nan),
+        np.where(ok, np.tanh(z + q * se), nan),
+        n.astype(np.int64),
+    )
+
+
+@dataclass(frozen=True)
+class CorrelationInterval:
+    estimate: float
+    se_z: float
+    ci_low: float
+    ci_high: float
+    n_rated: int
+    confidence: float
+
+    @property
+    def width(self) -> float:
+        return self.ci_high - self.ci_low
+
+
+def active_correlation(
+    y_rated: ArrayLike, f_rated: ArrayLike, pi_rated: ArrayLike, *, confidence: float = 0.95
+) -> CorrelationInterval | str:
+    """The weighted Pearson r of the rated outputs' metric and human score with its jackknife interval on
+    Fisher's z (``active_correlations``), or why it is undefined. Raises ValueError on malformed input."""
+    y = np.asarray(y_rated, dtype=np.float64)
+    f = np.asarray(f_rated, dtype=np.float64)
+    p = np.asarray(pi_rated, dtype=np.float64)
+    for name, arr in (("y_rated", y), ("f_rated", f), ("pi_rated", p)):
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} has missing values")
+    if not y.size == f.size == p.size:
+        raise ValueError(f"{y.size} ratings, {f.size} metric values and {p.size} probabilities")
+    if ((p <= 0.0) | (p > 1.0)).any():
+        raise ValueError("inclusion probabilities must be in (0, 1]")
+    if y.size < MIN_CORR:
+        return f"{y.size} rated output(s); the correlation needs at least {MIN_CORR}"
+    if np.ptp(y) == 0.0 or np.ptp(f) == 0.0:
+        return "the human score or the metric is constant on the rated outputs"
+    res = active_correlations(
+        y[None, :], f[None, :], np.ones((1, y.size), dtype=np.bool_), p[None, :], confidence=confidence
+    )
+    if not np.isfinite(res.estimate[0]):
+        return (
+            "a perfect correlation (|r| = 1, also leaving one rated output out) has no interval on Fisher's z"
+        )
+    return CorrelationInterval(
+        float(res.estimate[0]),
+        float(res.se_z[0]),
+        float(res.ci_low[0]),
+        float(res.ci_high[0]),
+        int(y.size),
+        confidence,
+    )
+
+
+def fisher_width(r: float, n: int, confidence: float) -> float | None:
+    """The width of the Fisher interval tanh(atanh r -+ z SE), SE = 1 / sqrt(n - 3), of Pearson's r from n
+    outputs rated uniformly at random (docs/statistics.md section 1): the uniform design's projection."""
+    from scipy import stats as sps
+
+    if n <= 3 or not abs(r) < 1.0:
+        return None
+    q = float(sps.norm.ppf(0.5 + confidence / 2.0))
+    z, se = math.atanh(r), 1.0 / math.sqrt(n - 3)
+    return math.tanh(z + q * se) - math.tanh(z - q * se)

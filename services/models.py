@@ -513,7 +513,9 @@ class TaskItem(Base):
     __table_args__ = (
         UniqueConstraint("task_id", "user_id", "position"),
         UniqueConstraint("task_id", "user_id", "question_id"),
-        CheckConstraint("status IN ('pending', 'rated', 'skipped', 'flagged')", name="task_item_status"),
+        CheckConstraint(
+            "status IN ('pending', 'rated', 'skipped', 'flagged', 'released')", name="task_item_status"
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -539,6 +541,11 @@ class TaskItem(Base):
     # Active tasks: the draw that put the output in this queue and its inclusion probability when drawn.
     draw_id: Mapped[int | None] = mapped_column(ForeignKey("task_draw.id", ondelete="SET NULL"))
     inclusion_probability: Mapped[float | None] = mapped_column(Float)
+    # Active tasks: when the item was served (its lease starts), and when it was released unrated after the
+    # task's lease (status 'released': the draw and its probability stay; the output may be served again;
+    # ``released_at`` stays when its rater later takes the free slot back).
+    served_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    released_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class Preference(Timestamps, Base):

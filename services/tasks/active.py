@@ -5,7 +5,11 @@ Concurrency: every draw and every refit first locks the task's row (PostgreSQL `
 SQLite serialises writers with BEGIN IMMEDIATE), so concurrent raters decide the stream one after the other:
 no output is served to more raters than the task asks, and each decision reads the fit in use. A draw and
 the item it serves are written in one transaction: a crash before the commit leaves the output undecided;
-after it, the item is open in the rater's queue, served again to them, and counted only once rated.
+after it, the item is open in the rater's queue, served again to them, and counted only once rated. An item
+left unrated longer than the task's lease (``lease_minutes``) is released when a rater next needs an item:
+its slot is free and the output may be served to another rater; the released item keeps its draw and
+probability and is never counted. Taking a slot back (rating a skipped, flagged or released item) checks,
+under the same lock, that no other rater holds it.
 
 Failure modes: NotFound (task), Forbidden (not a rater), InvalidItems (settings, field ``active.*``).
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import func, select
@@ -26,7 +30,14 @@ from services.errors import InvalidItems, ItemError
 from services.models import Output, Rating, RatingTask, TaskDraw, TaskFit, TaskItem
 from services.ppi import MIN_RATED
 from services.scores.repository import ScoreRepository
-from services.tasks.schemas import ActiveEstimate, ActiveInterval, ActivePolicy, NextItem
+from services.tasks.schemas import (
+    ActiveCorrelation,
+    ActiveEstimate,
+    ActiveInterval,
+    ActivePolicy,
+    CorrelationInterval,
+    NextItem,
+)
 
 ACTIVE_METHOD = (
     "active PPI: lambda' mean(metric over all outputs) + sum_R w (human - lambda' metric) / sum_R w, "
@@ -42,6 +53,16 @@ ACTIVE_DESIGN = (
 UNIFORM_DESIGN = (
     "uniform random sampling of the same number of outputs (services.ppi PPI++), width projected from the "
     "weighted moments of these ratings (plug-in variance)"
+)
+CORR_METHOD = (
+    "inclusion-probability weighted Pearson r: every moment (means, variances, covariance of metric and "
+    "human score) a Hajek moment over the rated outputs with w = 1 / inclusion probability (Pearson's r "
+    "when the probabilities are equal); interval tanh(atanh r -+ t(n - 1) SE_J), SE_J the delete-one "
+    "jackknife SE of atanh r over the rated outputs, each left out with its weight"
+)
+UNIFORM_CORR_DESIGN = (
+    "uniform random sampling of the same number of outputs: Fisher's interval "
+    "tanh(atanh r -+ z / sqrt(n - 3)) at this estimate (width projected)"
 )
 ASSUMPTIONS = (
     "Only this task's ratings of its drawn outputs are used, with the probabilities they were drawn with; "
@@ -158,6 +179,45 @@ def _coin(seed: int, stream_index: int) -> float:
     return random.Random(f"{seed}:{stream_index}").random()
 
 
+def release_expired(session: Session, task: RatingTask, now: datetime) -> int:
+    """Mark the task's items served longer ago than its lease and still unrated ``released`` (their draw and
+    inclusion probability stay; they are never counted by the estimate): their outputs' slots are free again.
+    Called under the task's lock. Returns how many were released."""
+    cutoff = now - timedelta(minutes=policy_of(task).lease_minutes)
+    expired = list(
+        session.scalars(
+            select(TaskItem).where(
+                TaskItem.task_id == task.id,
+                TaskItem.status == "pending",
+                TaskItem.draw_id.is_not(None),
+                TaskItem.served_at.is_not(None),
+                TaskItem.served_at < cutoff,
+            )
+        )
+    )
+    for item in expired:
+        item.status, item.released_at = "released", now
+    session.flush()
+    return len(expired)
+
+
+def slot_free(session: Session, task: RatingTask, item: TaskItem) -> bool:
+    """Whether an item that does not hold its output's slot (skipped, flagged, released) may take it back to
+    be rated: fewer other items of its draw are open or rated than the task asks. Locks the task first, so
+    that a draw serving the slot to someone else waits, or this does."""
+    lock_task(session, task.id)
+    if item.draw_id is None:
+        return True
+    others = session.scalar(
+        select(func.count()).where(
+            TaskItem.draw_id == item.draw_id,
+            TaskItem.id != item.id,
+            TaskItem.status.in_(("pending", "rated")),
+        )
+    )
+    return int(others or 0) < (task.per_output or 1)
+
+
 def _serve(session: Session, task: RatingTask, user_id: int, draw: TaskDraw, position: int) -> TaskItem:
     item = TaskItem(
         task_id=task.id,
@@ -168,6 +228,7 @@ def _serve(session: Session, task: RatingTask, user_id: int, draw: TaskDraw, pos
         status="pending",
         draw_id=draw.id,
         inclusion_probability=draw.pi,
+        served_at=datetime.now(UTC),
     )
     session.add(item)
     session.flush()
@@ -188,10 +249,13 @@ def next_item(session: Session, task: RatingTask, user_id: int) -> NextItem:
         )
     )
     pending = [i for i in mine if i.status == "pending"]
+    now = datetime.now(UTC)
     if pending:
+        pending[0].served_at = now  # back at it: the lease starts again
         return NextItem(position=pending[0].position)
     if task.closed_at is not None:
         return NextItem(position=None, reason=f"the task is closed: {task.closed_reason}")
+    release_expired(session, task, now)
     seen = {i.question_id for i in mine}
     position = (mine[-1].position if mine else 0) + 1
     wanted = task.per_output or 1
@@ -215,7 +279,6 @@ def next_item(session: Session, task: RatingTask, user_id: int) -> NextItem:
     u_mean = float(u.mean())
     total = len(draws)
     least = active_ppi.pi_min(policy.budget, total, policy.floor)
-    now = datetime.now(UTC)
     for k, d in enumerate(draws):
         if d.pi is not None:
             continue
@@ -227,10 +290,18 @@ def next_item(session: Session, task: RatingTask, user_id: int) -> NextItem:
             _serve(session, task, user_id, d, position)
             return NextItem(position=position)
     session.flush()
+    rated = dict(
+        session.execute(
+            select(TaskItem.draw_id, func.count())
+            .where(TaskItem.task_id == task.id, TaskItem.status == "rated")
+            .group_by(TaskItem.draw_id)
+        ).all()
+    )
+    # Closed once every drawn output has its raters' ratings: an open item may still be released.
     if all(d.pi is not None for d in draws) and all(
-        not d.included or served.get(d.id, 0) >= wanted for d in draws
+        not d.included or rated.get(d.id, 0) >= wanted for d in draws
     ):
-        task.closed_at, task.closed_reason = now, "every output of the stream is decided and served"
+        task.closed_at, task.closed_reason = now, "every output of the stream is decided and rated"
     return NextItem(position=None, reason="no output left to draw for you")
 
 
@@ -382,4 +453,41 @@ def estimate(session: Session, task: RatingTask, confidence: float = 0.95) -> Ac
         uniform_same_n=uniform,
         more_ratings=more,
         reached=target is not None and res.width <= target,
+        correlation=correlation(policy.metric, y, f, pi, confidence),
     )
+
+
+def correlation(
+    metric: str, y: np.ndarray, f: np.ndarray, pi: np.ndarray, confidence: float
+) -> ActiveCorrelation:
+    """The metric-human correlation from the rated draws (active_ppi.active_correlation), beside the width
+    of the Fisher interval as many uniformly sampled ratings would give at the same r."""
+    res = active_ppi.active_correlation(y, f, pi, confidence=confidence)
+    if isinstance(res, str):
+        return ActiveCorrelation(metric=metric, active=None, uniform_same_n=None, undefined_reason=res)
+    active = CorrelationInterval(
+        estimate=res.estimate,
+        ci_low=res.ci_low,
+        ci_high=res.ci_high,
+        width=res.width,
+        se_z=res.se_z,
+        n_rated=res.n_rated,
+        method=CORR_METHOD,
+        design=ACTIVE_DESIGN,
+    )
+    width = active_ppi.fisher_width(res.estimate, res.n_rated, confidence)
+    uniform = (
+        None
+        if width is None
+        else CorrelationInterval(
+            estimate=None,
+            ci_low=None,
+            ci_high=None,
+            width=width,
+            se_z=1.0 / math.sqrt(res.n_rated - 3),
+            n_rated=res.n_rated,
+            method="Pearson r with Fisher's interval (docs/statistics.md section 1), projected",
+            design=UNIFORM_CORR_DESIGN,
+        )
+    )
+    return ActiveCorrelation(metric=metric, active=active, uniform_same_n=uniform)

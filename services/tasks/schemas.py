@@ -9,7 +9,7 @@ from services.ratings.schemas import RubricRead
 from services.types import MAX_ID, MAX_INT, Int, OptionalInt
 
 Mode = Literal["pointwise", "pairwise"]
-Status = Literal["pending", "rated", "skipped", "flagged"]
+Status = Literal["pending", "rated", "skipped", "flagged", "released"]
 
 PREFERENCE_RUBRIC_NAME = "preference-1-5"
 # Scores are given on what the rater sees (left/right) and stored for the task's two runs (A = run_id).
@@ -53,6 +53,12 @@ class ActivePolicy(BaseModel):
         le=1e6,
         allow_inf_nan=False,
         description="stopping rule: close the task once the run mean's interval is at most this wide",
+    )
+    lease_minutes: Int = Field(
+        default=30,
+        ge=1,
+        le=10080,
+        description="an item served and left unrated this long is released: its output may be served again",
     )
 
 
@@ -308,6 +314,33 @@ class ActiveInterval(BaseModel):
     design: str = Field(description="the sampling design this interval assumes")
 
 
+class CorrelationInterval(BaseModel):
+    estimate: float | None = Field(
+        description="Pearson r (None: the uniform design's entry gives a width only)"
+    )
+    ci_low: float | None
+    ci_high: float | None
+    width: float
+    se_z: float | None = Field(description="standard error of atanh r (Fisher's z)")
+    n_rated: int
+    method: str
+    design: str = Field(description="the sampling design this interval assumes")
+
+
+class ActiveCorrelation(BaseModel):
+    """The Pearson correlation of the task's metric and the human score over the run's outputs, from the
+    actively drawn ratings (inclusion-probability weighted), beside what uniform sampling would give."""
+
+    metric: str
+    active: CorrelationInterval | None = Field(
+        description="Hajek-weighted Pearson r, jackknife on Fisher's z"
+    )
+    uniform_same_n: CorrelationInterval | None = Field(
+        description="the width Fisher's interval of as many uniformly sampled ratings would have (projected)"
+    )
+    undefined_reason: str | None = None
+
+
 class ActiveEstimate(BaseModel):
     """The run's mean human score from an active task's ratings, with the design behind each interval."""
 
@@ -333,4 +366,7 @@ class ActiveEstimate(BaseModel):
     reached: bool
     closed_at: datetime | None
     undefined_reason: str | None = None
+    correlation: ActiveCorrelation | None = Field(
+        default=None, description="the metric-human correlation under the same design"
+    )
     assumptions: list[str]

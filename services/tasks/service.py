@@ -6,7 +6,9 @@ preferences stay on the task's items, stored for run A vs run B whatever side ea
 
 Failure modes: NotFound (task, run, position), Forbidden (the caller is not a rater of the task), Conflict
 (task name taken; a rubric other than the one the run is rated with; a score or a side-by-side preference
-sent back with an answer version the answer never had), InvalidItems (bad raters, scales, modes, versions).
+sent back with an answer version the answer never had; in an active task, rating an item whose output has
+gone to other raters since it was skipped, flagged or released), InvalidItems (bad raters, scales, modes,
+versions).
 """
 
 from __future__ import annotations
@@ -573,6 +575,8 @@ def act(
     assert user_id is not None
     if task.mode == "pointwise":
         lock_run(session, task.run_id)  # as every rating write: a concurrent re-import waits, or we do
+    if task.policy == "active":  # the item's status is read after a release that may be under way
+        active.lock_task(session, task.id)
     repo = TaskRepository(session)
     item = repo.item(task_id, user_id, position)
     if item is None:
@@ -581,6 +585,15 @@ def act(
     rater = rater_for(session, user_id) if task.mode == "pointwise" else None
     existing = repo.rating(item.output_id, rater.id) if rater else None
     stale = False
+    taken_back = (
+        task.policy == "active" and action.action == "rate" and item.status not in ("pending", "rated")
+    )
+    if taken_back and not active.slot_free(session, task, item):
+        reason = (
+            f"this {item.status} item's output has gone to {task.per_output or 1} other rater(s) since; "
+            "ask for the next output"
+        )
+        raise Conflict(f"position: {reason}", [ItemError(None, "position", reason)])
     if action.action == "rate":
         if action.score is None or not rubric.min_score <= action.score <= rubric.max_score:
             raise _bad("score", f"give a score in {rubric.min_score}..{rubric.max_score} ({rubric.name})")
@@ -620,7 +633,7 @@ def act(
             repo.delete(existing)
         item.status, item.flag_reason, item.preference = "flagged", action.reason, None
         item.output_version = item.output_b_version = None
-    elif item.status == "pending":
+    elif item.status in ("pending", "released"):
         item.status = "skipped"
     item.updated_at = datetime.now(UTC)
     repo.flush()

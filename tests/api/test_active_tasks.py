@@ -5,6 +5,7 @@ the request path, bad settings named, the estimate with its design, and no orpha
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -117,6 +118,31 @@ def test_active_task_draws_each_output_for_as_many_raters_as_asked(client: TestC
     assert "Poisson" in est["active"]["design"] and "uniform" in est["uniform_same_n"]["design"]
     assert est["active"]["ci_low"] < est["active"]["estimate"] < est["active"]["ci_high"]
     assert est["n_refits"] == len(fits)
+    # The metric-human correlation under the same design: the 1/pi weighted Pearson r of the rated draws.
+    with session_scope(_factory(client)) as s:
+        rated_draws = s.scalars(select(TaskDraw).where(TaskDraw.task_id == team.task, TaskDraw.included))
+        pairs = [(d.question_id, d.metric_value, d.pi) for d in rated_draws]
+        from services.models import Question
+
+        qids = {q.id: q.external_id for q in s.scalars(select(Question))}
+    w = [1 / p for *_, p in pairs]
+    ys = [1.0 + int(qids[q][1:]) % 5 for q, *_ in pairs]
+    fs = [f for _, f, _ in pairs]
+    my, mf = (sum(a * b for a, b in zip(w, v, strict=True)) / sum(w) for v in (ys, fs))
+    cov, vy, vf = (
+        sum(a * b * c for a, b, c in zip(w, u, v, strict=True)) / sum(w)
+        for u, v in (
+            ([y - my for y in ys], [f - mf for f in fs]),
+            ([y - my for y in ys], [y - my for y in ys]),
+            ([f - mf for f in fs], [f - mf for f in fs]),
+        )
+    )
+    corr = est["correlation"]
+    assert corr["metric"] == "external.m" and corr["active"]["n_rated"] == len(pairs)
+    assert corr["active"]["estimate"] == pytest.approx(cov / (vy * vf) ** 0.5, rel=1e-9)
+    assert corr["active"]["ci_low"] < corr["active"]["estimate"] < corr["active"]["ci_high"]
+    assert "Poisson" in corr["active"]["design"] and "jackknife" in corr["active"]["method"]
+    assert "Fisher" in corr["uniform_same_n"]["design"] and corr["uniform_same_n"]["estimate"] is None
     assert _next(team, "alice") is None
     # The run's uniform-design estimate says its design, and that these ratings were not drawn uniformly.
     run_est = client.get(f"/runs/{team.run}/estimate").json()
@@ -176,6 +202,7 @@ BAD_SETTINGS = [
     ({"active": {"metric": "external.m", "budget": 2}}, "budget"),
     ({"active": {"metric": "external.m", "budget": 10, "target_width": -1}}, "target_width"),
     ({"active": {"metric": "external.m", "budget": 10, "extra": 1}}, "extra"),
+    ({"active": {"metric": "external.m", "budget": 10, "lease_minutes": 0}}, "lease_minutes"),
     ({"policy": "sometimes"}, "policy"),
     ({"mode": "pairwise", "run_b_id": 1}, "policy"),
 ]
@@ -225,6 +252,22 @@ def test_the_cli_creates_an_active_task_draws_and_shows_the_estimate(
     out = capsys.readouterr().out
     task = int(out.split("task ", 1)[1].split()[0])
     assert "active policy on external.m: about 8 outputs drawn" in out and "stops at width 2.5" in out
+    assert "items left unrated released after 30 min" in out
+    leased = [
+        "task",
+        "create",
+        str(team.run),
+        "--raters",
+        "alice",
+        "--name",
+        "cli-lease",
+        "--active",
+        "external.m",
+    ]
+    assert run(client, *leased, "--budget", "8", "--lease-minutes", "45") == 0
+    assert "released after 45 min" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="--lease-minutes"):
+        run(client, *argv, "--lease-minutes", "45")
     with pytest.raises(UsageError, match="--budget"):
         run(client, *argv, "--active", "external.m")
     with pytest.raises(UsageError, match="--active"):
@@ -239,6 +282,7 @@ def test_the_cli_creates_an_active_task_draws_and_shows_the_estimate(
     text = capsys.readouterr().out
     assert "3 rated of 3 drawn" in text and "design: sequential Poisson sampling" in text
     assert "uniform sampling of 3 outputs would give width" in text and "target width 2.5" in text
+    assert "correlation of external.m with the human score: undefined (3 rated output(s)" in text
     assert run(client, "task", "estimate", str(task), "--format", "json") == 0
     assert json.loads(capsys.readouterr().out)["n_rated"] == 3
 
@@ -256,6 +300,12 @@ def test_the_dashboard_shows_the_run_mean_and_the_ratings_left_to_the_target(cli
     page = client.get(f"/tasks/{team.task}/dashboard.html")
     assert page.status_code == 200 and 'id="active-estimate"' in page.text
     assert "Target width 0.01" in page.text and "not reachable on this run" in page.text
+    c = e["correlation"]
+    assert 'id="active-correlation"' in page.text and f"Correlation of {c['metric']}" in page.text
+    if c["active"] is not None:
+        assert f"{c['active']['estimate']:.2f} [" in page.text
+    else:
+        assert c["undefined_reason"] in page.text
     fixed = client.post("/tasks", json={"name": "fixed", "run_id": team.run, "raters": ["alice"]}).json()
     assert client.get(f"/tasks/{fixed['id']}/dashboard").json()["active_estimate"] is None
 
@@ -301,3 +351,80 @@ def test_deleting_the_run_removes_its_active_task_with_its_draws_and_fits(client
     with session_scope(_factory(client)) as s:
         for model in (TaskDraw, TaskFit, TaskItem):
             assert s.scalars(select(model).where(model.task_id == team.task)).all() == []
+
+
+def _backdate(client: TestClient, task: int, who: str, minutes: float) -> None:
+    """Move the serving time of ``who``'s open items back, as if they had been left that long."""
+    with session_scope(_factory(client)) as s:
+        user = AccountRepository(s).users_by_name([who])[who]
+        for it in s.scalars(select(TaskItem).where(TaskItem.task_id == task, TaskItem.user_id == user.id)):
+            if it.status == "pending":
+                assert it.served_at is not None
+                it.served_at = it.served_at - timedelta(minutes=minutes)
+
+
+def _items(client: TestClient, task: int) -> dict[str, list[TaskItem]]:
+    with session_scope(_factory(client)) as s:
+        users = {u.id: u.name for u in AccountRepository(s).users_by_name(["alice", "bob", "carol"]).values()}
+        out: dict[str, list[TaskItem]] = {}
+        for it in s.scalars(select(TaskItem).where(TaskItem.task_id == task).order_by(TaskItem.id)):
+            s.expunge(it)
+            out.setdefault(users[it.user_id], []).append(it)
+        return out
+
+
+def test_an_item_left_past_its_lease_is_released_and_its_output_served_again(client: TestClient) -> None:
+    team = active_team(client, active={"lease_minutes": 30})
+    assert client.get(f"/tasks/{team.task}").json()["active"]["lease_minutes"] == 30
+    assert _next(team, "alice") == 1
+    _backdate(client, team.task, "alice", 29)  # within the lease: bob gets another output
+    assert _next(team, "bob") == 1
+    first = _items(client, team.task)
+    assert first["alice"][0].output_id != first["bob"][0].output_id
+    assert first["alice"][0].status == "pending"
+    # Alice comes back after 40 minutes, before anyone needed her slot: her item again, its lease renewed.
+    _backdate(client, team.task, "alice", 40)
+    assert _next(team, "alice") == 1
+    assert _items(client, team.task)["alice"][0].status == "pending"
+    # She leaves it for 31 minutes: the next rater who needs an item releases it and gets its output.
+    _backdate(client, team.task, "alice", 31)
+    assert _next(team, "carol") == 1
+    after = _items(client, team.task)
+    left, carol = after["alice"][0], after["carol"][0]
+    assert left.status == "released" and left.released_at is not None
+    assert carol.output_id == left.output_id and carol.draw_id == left.draw_id
+    with session_scope(_factory(client)) as s:
+        draw = s.get(TaskDraw, left.draw_id)
+        assert draw is not None and draw.included
+        assert left.inclusion_probability == draw.pi == carol.inclusion_probability  # kept on the release
+    # The released rater cannot rate an output another rater now holds (409 naming the position)...
+    r = team.as_("alice", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 4})
+    body = assert_envelope(r, 409, "Conflict")
+    assert body["items"][0]["field"] == "position" and "released item" in body["detail"]
+    # ...and her page says what happened instead of failing.
+    assert team.as_("alice", "GET", f"/tasks/{team.task}/queue/1").json()["status"] == "released"
+    # Carol skips it: the slot is free again and alice may take it back; carol then cannot.
+    body = {"action": "skip"}
+    assert team.as_("carol", "PUT", f"/tasks/{team.task}/queue/1", json=body).status_code == 200
+    r = team.as_("alice", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 4})
+    assert r.status_code == 200, r.text
+    r = team.as_("carol", "PUT", f"/tasks/{team.task}/queue/1", json={"action": "rate", "score": 2})
+    assert assert_envelope(r, 409, "Conflict")["items"][0]["field"] == "position"
+    final = _items(client, team.task)
+    rated = [i.draw_id for v in final.values() for i in v if i.status == "rated"]
+    assert len(rated) == len(set(rated)) == 1  # never more ratings of an output than asked
+    est = client.get(f"/tasks/{team.task}/estimate").json()
+    assert (est["n_drawn"], est["n_rated"]) == (2, 1)  # the released item is not counted
+
+
+def test_a_released_item_is_shown_on_the_rating_page(client: TestClient) -> None:
+    from tests.api.test_auth import login
+
+    team = active_team(client)
+    assert _next(team, "alice") == 1
+    _backdate(client, team.task, "alice", 31)
+    assert _next(team, "bob") == 1
+    browser = TestClient(client.app)
+    assert login(browser, "alice", team.keys["alice"]).status_code == 303
+    page = browser.get(f"/rate/{team.task}/1")
+    assert page.status_code == 200 and "was released" in page.text

@@ -136,3 +136,84 @@ def test_simulated_policy_records_a_probability_for_every_output() -> None:
     assert 30 <= rated.sum() <= 90
     res = active_ppi.active_mean(y[rated], f[rated], pis[rated], f[~rated])
     assert res.ci_low < res.estimate < res.ci_high
+
+
+def _written_out_r(y: list[float], f: list[float], pi: list[float]) -> float:
+    """The 1/pi weighted Pearson r by loops: weighted means, variances and covariance, then their ratio."""
+    w = [1.0 / p for p in pi]
+    sw = sum(w)
+    my = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sw
+    mf = sum(wi * fi for wi, fi in zip(w, f, strict=True)) / sw
+    cov = sum(wi * (yi - my) * (fi - mf) for wi, yi, fi in zip(w, y, f, strict=True)) / sw
+    vy = sum(wi * (yi - my) ** 2 for wi, yi in zip(w, y, strict=True)) / sw
+    vf = sum(wi * (fi - mf) ** 2 for wi, fi in zip(w, f, strict=True)) / sw
+    return cov / math.sqrt(vy * vf)
+
+
+@pytest.mark.parametrize(("n", "seed"), [(4, 0), (9, 1), (40, 2)])
+def test_correlation_against_a_written_out_weighted_computation(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    f = np.round(rng.random(n), 2)
+    y = np.clip(np.round(1 + 4 * f + rng.normal(0, 1, n)), 1, 5)
+    y[:2] = [1.0, 5.0]  # never constant
+    pi = rng.uniform(0.05, 1.0, n)
+    got = active_ppi.active_correlation(y, f, pi)
+    assert not isinstance(got, str)
+    r = _written_out_r(list(y), list(f), list(pi))
+    # Jackknife on Fisher's z over the rated outputs, each left out with its weight; t(n - 1).
+    z = [
+        math.atanh(_written_out_r(list(np.delete(y, i)), list(np.delete(f, i)), list(np.delete(pi, i))))
+        for i in range(n)
+    ]
+    zbar = sum(z) / n
+    se = math.sqrt((n - 1) / n * sum((v - zbar) ** 2 for v in z))
+    q = float(sps.t.ppf(0.975, n - 1))
+    want = (r, se, math.tanh(math.atanh(r) - q * se), math.tanh(math.atanh(r) + q * se))
+    assert (got.estimate, got.se_z, got.ci_low, got.ci_high) == pytest.approx(want, rel=1e-10, abs=1e-12)
+    assert got.n_rated == n and got.width == pytest.approx(want[3] - want[2])
+
+
+@pytest.mark.parametrize(("n", "pi"), [(4, 0.2), (25, 0.5), (60, 1.0), (60, 0.013)])
+def test_equal_probabilities_reproduce_pearsons_r_exactly(n: int, pi: float) -> None:
+    rng = np.random.default_rng(n)
+    f = np.round(rng.random(n), 2)
+    y = np.clip(np.round(1 + 3 * f + rng.normal(0, 0.8, n)), 1, 5)
+    y[:2] = [1.0, 5.0]
+    got = active_ppi.active_correlation(y, f, np.full(n, pi))
+    assert not isinstance(got, str)
+    assert got.estimate == pytest.approx(float(sps.pearsonr(f, y).statistic), rel=1e-12, abs=1e-14)
+    # and the interval is the item-level jackknife-t on Fisher's z of services.stats.correlations
+    from services.stats.correlations import jackknife_ci_many
+
+    jk = jackknife_ci_many({"m": f}, y)["m"]
+    assert (got.ci_low, got.ci_high) == pytest.approx((jk.low, jk.high), rel=1e-10)
+
+
+def test_unequal_probabilities_change_the_correlation() -> None:
+    # Outputs drawn with a small probability stand for many: their weight pulls r towards their pattern.
+    f = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    y = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 1.0, 4.0, 5.0])
+    equal = active_ppi.active_correlation(y, f, np.full(8, 0.5))
+    tilted = active_ppi.active_correlation(y, f, np.array([0.5] * 5 + [0.05] + [0.5] * 2))
+    assert not isinstance(equal, str) and not isinstance(tilted, str)
+    assert tilted.estimate < equal.estimate
+    assert tilted.estimate == pytest.approx(_written_out_r(list(y), list(f), [0.5] * 5 + [0.05] + [0.5] * 2))
+
+
+@pytest.mark.parametrize(
+    ("y", "f", "reason"),
+    [
+        ([1.0, 2.0, 3.0], [0.1, 0.2, 0.4], "at least 4"),
+        ([3.0, 3.0, 3.0, 3.0], [0.1, 0.2, 0.4, 0.5], "constant"),
+        ([1.0, 2.0, 3.0, 4.0], [0.1, 0.2, 0.3, 0.4], "perfect"),
+    ],
+)
+def test_an_undefined_correlation_says_why(y: list[float], f: list[float], reason: str) -> None:
+    got = active_ppi.active_correlation(y, f, [0.5] * len(y))
+    assert isinstance(got, str) and reason in got
+
+
+def test_fisher_width_is_the_uniform_designs_interval() -> None:
+    w = active_ppi.fisher_width(0.6, 96, 0.95)
+    assert w == pytest.approx(0.2604, abs=5e-4)  # docs/statistics.md section 8: r = .6, n = 96
+    assert active_ppi.fisher_width(0.6, 3, 0.95) is None
