@@ -25,7 +25,7 @@ from app.middleware import UNSAFE, RequestGuard, upload_routes
 from app.resources import AppResources
 from app.routers import (
     accounts,
-    annotations,
+    annotation_imports,
     comparisons,
     datasets,
     deletion,
@@ -289,7 +289,7 @@ def _install_routers(app: FastAPI, resources: AppResources) -> None:
         jobs,
         studies,
         otlp,
-        annotations,
+        annotation_imports,
         deletion,
     ):
         app.include_router(module.router, dependencies=by_method)

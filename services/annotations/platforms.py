@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from services.errors import InvalidItems, ItemError, MalformedInput
 
 Kind = Literal["numeric", "categorical", "boolean"]
 # Labels read as a boolean score when no configuration gives their value (MLflow's judges answer yes/no).
-BOOLEAN_LABELS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0}
+BOOLEAN_LABELS: Mapping[str, float] = MappingProxyType({"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0})
 
 
 @dataclass
@@ -510,17 +511,21 @@ def _mlflow(doc: Any, errors: _Errors, skipped: list[str]) -> list[Annotation]:
     return out
 
 
-_READERS: dict[str, Callable[[Any, _Errors, list[str]], list[Annotation]]] = {
-    "langfuse": _langfuse,
-    "opik": _opik,
-    "phoenix": _phoenix,
-    "mlflow": _mlflow,
-}
-_CONFIGS: dict[str, Callable[[Any, _Errors], dict[str, ScoreConfig]]] = {
-    "langfuse": _langfuse_configs,
-    "opik": _opik_configs,
-    "phoenix": _phoenix_configs,
-}
+_READERS: Mapping[str, Callable[[Any, _Errors, list[str]], list[Annotation]]] = MappingProxyType(
+    {
+        "langfuse": _langfuse,
+        "opik": _opik,
+        "phoenix": _phoenix,
+        "mlflow": _mlflow,
+    }
+)
+_CONFIGS: Mapping[str, Callable[[Any, _Errors], dict[str, ScoreConfig]]] = MappingProxyType(
+    {
+        "langfuse": _langfuse_configs,
+        "opik": _opik_configs,
+        "phoenix": _phoenix_configs,
+    }
+)
 
 
 def parse(platform: str, raw: bytes, configs: bytes | None) -> Parsed:

@@ -13,7 +13,9 @@ score import's upsert, in one transaction: a file imported again changes nothing
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from sqlalchemy.orm import Session
 
@@ -33,7 +35,9 @@ from services.ratings.service import import_ratings
 from services.runs.service import lock_run
 from services.scores.external import ExternalMetric, directions, resolve, upsert_scores
 
-ID_FIELD = {"langfuse": "traceId", "opik": "id", "phoenix": "span_id", "mlflow": "trace_id"}
+ID_FIELD: Mapping[str, str] = MappingProxyType(
+    {"langfuse": "traceId", "opik": "id", "phoenix": "span_id", "mlflow": "trace_id"}
+)
 SCALE_LIMIT = 100  # a rubric's scale lies within -100..100 (RubricCreate)
 
 

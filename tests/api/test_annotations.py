@@ -1,13 +1,14 @@
 """POST /runs/{run_id}/annotations: one export of each platform, written with the platform's own SDK types
-where they run offline (Langfuse, Opik, Phoenix) and in MLflow's documented shape (mlflow-tracing pins an older
-cachetools than the service's), onto a run whose outputs came in as OTLP traces. Each report's metric-vs-
-annotator correlation is scipy's on the same numbers."""
+where they run offline (Langfuse, Opik, Phoenix) and in MLflow's documented shape (mlflow-tracing pins an
+older cachetools than the service's), onto a run whose outputs came in as OTLP traces. Each report's
+metric-vs-annotator correlation is scipy's on the same numbers."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,17 @@ import pytest
 import scipy.stats as sps
 from fastapi.testclient import TestClient
 
+import ragmeta
+from app import client as cli
+from app.cli import build_parser
+from app.cli_common import UsageError
+from services.annotations.schemas import AnnotationImportRead
 from tests.annotationdata import (
     JUDGE,
     LEVELS,
-    N,
     R1,
     R2,
+    N,
     question,
     retriever_span,
     root_span,
@@ -496,3 +502,31 @@ def test_bad_exports_are_refused_naming_the_field(client: TestClient) -> None:
 
     # Nothing of the refused imports was written.
     assert client.get(f"/runs/{run}/ratings").json() == []
+
+
+# ------------------------------------------------------------------------------------- client and command
+
+
+def test_the_client_and_the_command_import_an_export(
+    client: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = traced_run(client).run_id
+    export, configs = opik_export()
+    api = ragmeta.Client(http=client)
+    got = api.import_run_annotations(
+        run,
+        ("opik.json", json.dumps(export).encode()),
+        configs=("defs.json", json.dumps(configs).encode()),
+        platform="opik",
+    )
+    assert isinstance(got, AnnotationImportRead) and got.ratings.created == 2 * N
+    file, defs = tmp_path / "traces.json", tmp_path / "definitions.json"
+    file.write_text(json.dumps(export))
+    defs.write_text(json.dumps(configs))
+    argv = ["import-annotations", str(run), str(file), "--platform", "opik", "--configs", str(defs)]
+    assert cli._dispatch(client, build_parser().parse_args([*argv, "--rater", "alice=Alice"])) == 0  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "ratings ('helpfulness' on rubric 'opik.helpfulness' 1..5, existing)" in out
+    assert f"{N} created" in out and "metric external.opik.answer_relevance" in out
+    with pytest.raises(UsageError, match="AUTHOR=RATER"):
+        cli._dispatch(client, build_parser().parse_args([*argv, "--rater", "alice"]))  # type: ignore[arg-type]
