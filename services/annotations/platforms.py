@@ -81,11 +81,18 @@ class _Errors:
 
 def load(raw: bytes, name: str) -> Any:
     """A JSON document, or JSON lines (a list of their values); 400 naming the line that is neither."""
-    text = raw.decode("utf-8-sig", errors="strict") if raw else ""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MalformedInput(
+            f"{name} is not UTF-8 text", [ItemError(None, name, f"byte {exc.start}: {exc.reason}")]
+        ) from exc
     if not text.strip():
         raise MalformedInput(f"{name} is empty", [ItemError(None, name, "no data")])
     try:
         return json.loads(text)
+    except RecursionError as exc:
+        raise MalformedInput(f"{name} nests too deeply", [ItemError(None, name, "too deep")]) from exc
     except json.JSONDecodeError as first:
         lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
         if len(lines) < 2:
@@ -96,10 +103,10 @@ def load(raw: bytes, name: str) -> Any:
         for i, line in lines:
             try:
                 out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:
                 raise MalformedInput(
                     f"{name} is neither JSON nor JSON lines",
-                    [ItemError(None, name, f"line {i}: {exc.msg}", i)],
+                    [ItemError(None, name, f"line {i}: {getattr(exc, 'msg', 'nested too deeply')}", i)],
                 ) from exc
         return out
 
@@ -117,6 +124,26 @@ def _items(doc: Any, keys: tuple[str, ...], name: str) -> tuple[list[Any], str]:
         f"{name} holds no list of items",
         [ItemError(None, name, f"a JSON list, or an object with {' or '.join(keys)}")],
     )
+
+
+def _dicts(value: Any, errors: _Errors, where: str) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of a list field with their positions; a field that is no list of objects is an error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.add(where, "must be a list")
+        return []
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, dict):
+            out.append((i, item))
+        else:
+            errors.add(f"{where}[{i}]", "must be an object")
+    return out
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _get(d: dict[str, Any], *keys: str) -> Any:
@@ -231,8 +258,8 @@ def _langfuse_configs(doc: Any, errors: _Errors) -> dict[str, ScoreConfig]:
             out[name] = ScoreConfig(name, "numeric", lo, hi)
         elif dtype in ("CATEGORICAL", "BOOLEAN"):
             cats = {}
-            for j, c in enumerate(d.get("categories") or []):
-                label, value = _text((c or {}).get("label")), _number((c or {}).get("value"))
+            for j, c in _dicts(d.get("categories"), errors, f"{where}.categories"):
+                label, value = _text(c.get("label")), _number(c.get("value"))
                 if label is None or value is None:
                     errors.add(f"{where}.categories[{j}]", "a category has a label and a numeric value")
                     continue
@@ -318,9 +345,9 @@ def _opik(doc: Any, errors: _Errors, skipped: list[str]) -> list[Annotation]:
             continue
         if t.get("span_feedback_scores"):
             skipped.append(f"{where}.span_feedback_scores: averages over spans, not one judgment")
-        for j, fs in enumerate(t.get("feedback_scores") or []):
+        for j, fs in _dicts(t.get("feedback_scores"), errors, f"{where}.feedback_scores"):
             at = f"{where}.feedback_scores[{j}]"
-            if not isinstance(fs, dict) or _text(fs.get("name")) is None:
+            if _text(fs.get("name")) is None:
                 errors.add(f"{at}.name", "a feedback score has a name")
                 continue
             if fs.get("source") not in ("ui", "sdk", "online_scoring"):
@@ -345,13 +372,14 @@ def _opik_configs(doc: Any, errors: _Errors) -> dict[str, ScoreConfig]:
         if name is None or not isinstance(d, dict):
             errors.add(f"{where}.name", "a feedback definition has a name")
             continue
-        details = d.get("details") or {}
+        details = _object(d.get("details"))
         kind = d.get("type")
         if kind == "numerical":
             out[name] = ScoreConfig(name, "numeric", _number(details.get("min")), _number(details.get("max")))
         elif kind == "categorical":
-            cats = {str(k): v for k, v in (details.get("categories") or {}).items() if _number(v) is not None}
-            out[name] = ScoreConfig(name, "categorical", categories={k: float(v) for k, v in cats.items()})
+            cats = {str(k): _number(v) for k, v in _object(details.get("categories")).items()}
+            found = {k: v for k, v in cats.items() if v is not None}
+            out[name] = ScoreConfig(name, "categorical", categories=found)
         elif kind == "boolean":
             true = _text(_get(details, "true_label", "trueLabel")) or "true"
             false = _text(_get(details, "false_label", "falseLabel")) or "false"
@@ -420,8 +448,8 @@ def _phoenix_configs(doc: Any, errors: _Errors) -> dict[str, ScoreConfig]:
             out[name] = ScoreConfig(name, "numeric", lo, hi, higher_is_better=direction)
         elif kind == "CATEGORICAL":
             cats = {}
-            for j, v in enumerate(d.get("values") or []):
-                label, score = _text((v or {}).get("label")), _number((v or {}).get("score"))
+            for j, v in _dicts(d.get("values"), errors, f"{where}.values"):
+                label, score = _text(v.get("label")), _number(v.get("score"))
                 if label is None:
                     errors.add(f"{where}.values[{j}].label", "a value has a label")
                 elif score is not None:
