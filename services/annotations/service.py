@@ -225,7 +225,9 @@ def _judge_values(
     options: AnnotationOptions,
     errors: list[ItemError],
     not_imported: list[str],
-) -> tuple[list[ExternalMetric], list[tuple[int, ExternalMetric, float | None]]]:
+) -> list[tuple[int, ExternalMetric, float | None]]:
+    """(output id, metric, value) of every judge score whose direction is known; the others are named in
+    ``not_imported``, a label without a value or a second value for one output added to ``errors``."""
     by_name: dict[str, list[tuple[Annotation, TracedOutput]]] = defaultdict(list)
     for a, o in joined:
         by_name[a.name].append((a, o))
@@ -264,7 +266,7 @@ def _judge_values(
             else:
                 seen[o.output_id] = a.field
                 values.append((o.output_id, m, value))
-    return known, values
+    return values
 
 
 def import_annotations(
@@ -305,7 +307,7 @@ def import_annotations(
         rubric, new_rubric = _rubric(session, options, human, config, [a for a, _ in humans[human]])
         rows = _rating_rows(humans[human], rubric, config, options, errors)
     judged = [(a, o) for a, o in j.joined if not a.human]
-    metrics, values = _judge_values(judged, parsed, options, errors, not_imported)
+    values = _judge_values(judged, parsed, options, errors, not_imported)
     if errors:
         raise InvalidItems(f"{len(errors)} score(s) of the file cannot be imported", errors[:100])
     ratings = AnnotationCounts()
@@ -324,6 +326,8 @@ def import_annotations(
     if values:
         c, u, n = upsert_scores(session, options.platform, values)
         scores = AnnotationCounts(created=c, updated=u, unchanged=n)
+    if human is None and options.rubric is not None:
+        notes.append(f"rubric {options.rubric!r} was not used: the file has no human score on this run")
     if j.unmatched:
         notes.append(
             f"{len(j.unmatched)} score(s) are about traces that are no output of run {run_id}: not imported"
@@ -341,7 +345,7 @@ def import_annotations(
         ratings=ratings,
         raters=raters,
         raters_created=created_raters,
-        metrics=sorted({m.name for m in metrics if any(v[1].name == m.name for v in values)}),
+        metrics=sorted({m.name for _, m, _ in values}),
         scores=scores,
         not_imported=not_imported,
         notes=notes,
