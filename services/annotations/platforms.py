@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from services.errors import InvalidItems, ItemError, MalformedInput
+from services.nul import REASON, may_hold_nul, nul_fields, nul_refusal
 
 Kind = Literal["numeric", "categorical", "boolean"]
 # Labels read as a boolean score when no configuration gives their value (MLflow's judges answer yes/no).
@@ -80,7 +81,17 @@ class _Errors:
 
 
 def load(raw: bytes, name: str) -> Any:
-    """A JSON document, or JSON lines (a list of their values); 400 naming the line that is neither."""
+    """A JSON document, or JSON lines (a list of their values); 400 naming the line that is neither, 422
+    naming each place whose text holds NUL (the store cannot hold it)."""
+    doc = _decode(raw, name)
+    if may_hold_nul(raw.decode("utf-8", errors="replace")):
+        places = nul_fields(doc, "" if name == "file" else name)
+        if places:
+            raise nul_refusal([ItemError(None, p or name, REASON) for p in places[:100]], f"the {name}")
+    return doc
+
+
+def _decode(raw: bytes, name: str) -> Any:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -500,6 +500,16 @@ def test_bad_exports_are_refused_naming_the_field(client: TestClient) -> None:
     got = _post(client, 999_999, export, configs, platform="langfuse")
     assert got.status_code == 404
 
+    # Text the store cannot hold (NUL) is named where it is, in the file and in the configurations.
+    nul = json.loads(json.dumps(export))
+    nul["data"][2]["comment"] = "fine\x00"
+    nul_config = json.loads(json.dumps(configs))
+    nul_config["data"][0]["categories"][0]["label"] = "wr\x00ong"
+    got = _post(client, run, nul, configs, platform="langfuse")
+    assert got.status_code == 422 and _field(got) == ["data[2].comment"], got.text
+    got = _post(client, run, export, nul_config, platform="langfuse")
+    assert got.status_code == 422 and _field(got) == ["configs.data[0].categories[0].label"], got.text
+
     # Nothing of the refused imports was written.
     assert client.get(f"/runs/{run}/ratings").json() == []
 
