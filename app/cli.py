@@ -387,8 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     team_client.add_commands(sub, url)
     # Comparisons between runs (pairwise preference, system level).
     compare_client.add_commands(sub, url)
-    from app import gate, trust_client
+    from app import annotations_client, gate, trust_client
 
+    annotations_client.add_commands(sub, url)
     trust_client.add_commands(sub, url)
     gate.add_commands(sub, url)
     return parser

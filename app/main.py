@@ -25,6 +25,7 @@ from app.middleware import UNSAFE, RequestGuard, upload_routes
 from app.resources import AppResources
 from app.routers import (
     accounts,
+    annotation_imports,
     comparisons,
     datasets,
     deletion,
@@ -288,6 +289,7 @@ def _install_routers(app: FastAPI, resources: AppResources) -> None:
         jobs,
         studies,
         otlp,
+        annotation_imports,
         deletion,
     ):
         app.include_router(module.router, dependencies=by_method)

@@ -62,6 +62,7 @@ SCHEMA_HOMES: Mapping[str, str] = MappingProxyType(
         "ActionResult": "services.tasks.schemas",
         "ActiveEstimate": "services.tasks.schemas",
         "AgreementRead": "services.reports.schemas",
+        "AnnotationImportRead": "services.annotations.schemas",
         "AnswerRequest": "services.rag.schemas",
         "AnswerResponse": "services.rag.schemas",
         "Dashboard": "services.tasks.schemas",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from app.routers.scores import ScoreTable
     from app.routers.scoring import MetricInfo
     from services.accounts.schemas import KeyCreate, KeyIssued, KeyRead, Me, UserCreate, UserRead, UserUpdate
+    from services.annotations.schemas import AnnotationImportRead
     from services.datasets.schemas import (
         DatasetCreate,
         DatasetRead,
@@ -689,6 +690,18 @@ def export_traces(
         **{"x-ragmeta-dataset": dataset, "x-ragmeta-run": run, "content-encoding": content_encoding}
     )
     return Call("POST", "/v1/traces", parsed("TraceIngestRead"), content=payload, headers=headers)
+
+
+@operation("POST", "/runs/{run_id}/annotations")
+def import_run_annotations(
+    run_id: int, file: Upload, *, configs: Upload | None = None, **fields: str | None
+) -> Call[AnnotationImportRead]:
+    """A Langfuse, Opik, Phoenix or MLflow export of scores onto the run's traced outputs; ``fields`` are
+    the form's fields (platform, human, rubric, raters as JSON, higher_is_better, lower_is_better)."""
+    sent = [("file", file)] + ([("configs", configs)] if configs is not None else [])
+    data = {k: v for k, v in fields.items() if v is not None}
+    path = f"/runs/{run_id}/annotations"
+    return Call("POST", path, parsed("AnnotationImportRead"), data=data, files=tuple(sent))
 
 
 # ------------------------------------------------------------------------------------------------ ratings

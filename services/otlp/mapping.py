@@ -53,6 +53,8 @@ class TraceOutput:
     model: str | None
     # The spans read, by span id.
     used: list[str] = field(default_factory=list)
+    # Every span of the trace, by span id: a span annotation (Phoenix) finds its output by any of them.
+    span_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,16 @@ def map_trace(trace_id: str, spans: list[Span]) -> tuple[TraceOutput | None, lis
     latency = None
     if root is not None and root.end_ns >= root.start_ns > 0:
         latency = (root.end_ns - root.start_ns) / 1e6
-    out = TraceOutput(trace_id, question.strip(), answer, chunks, latency, model, list(dict.fromkeys(used)))
+    out = TraceOutput(
+        trace_id,
+        question.strip(),
+        answer,
+        chunks,
+        latency,
+        model,
+        list(dict.fromkeys(used)),
+        [s.span_id for s in spans],
+    )
     rest = []
     for s in spans:
         if s.span_id in out.used:

@@ -7,7 +7,8 @@ of the text), so a study file and a trace of the same question meet on one quest
 the dataset's documents as the study import locates them (services.corpus: exact, normalised, then fuzzy at
 or above ``FUZZY_THRESHOLD``; a ``document.id`` naming a document is tried first); a chunk not found is kept,
 unlocated. An output remembers its trace in its generator (``{"kind": "external", "format": "otlp",
-"trace_id": ...}``): the trace id is how later annotation imports find it.
+"trace_id": ..., "span_ids": [...]}``): the trace id (or, for a span annotation, one of its span ids)
+is how later annotation imports (services.annotations) find it.
 """
 
 from __future__ import annotations
@@ -143,7 +144,12 @@ def _located(chunks: list[list[PlannedChunk]]) -> Located:
 
 
 def _generator(o: TraceOutput) -> dict[str, Any]:
-    gen: dict[str, Any] = {"kind": "external", "format": "otlp", "trace_id": o.trace_id}
+    gen: dict[str, Any] = {
+        "kind": "external",
+        "format": "otlp",
+        "trace_id": o.trace_id,
+        "span_ids": o.span_ids,
+    }
     if o.model:
         gen["model"] = o.model
     return gen

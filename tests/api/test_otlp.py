@@ -149,7 +149,14 @@ def test_a_genai_json_trace_becomes_an_output_and_every_other_span_is_named(clie
     [run] = client.get(f"/datasets/{dataset}/runs").json()
     [out] = client.get(f"/runs/{run['id']}/outputs").json()
     assert out["answer"] == ANSWER
-    assert out["generator"] == {"kind": "external", "format": "otlp", "trace_id": T1, "model": "gpt-test"}
+    # Every span of the trace is remembered, the unmapped tool span too: a span annotation names any of them.
+    assert out["generator"] == {
+        "kind": "external",
+        "format": "otlp",
+        "trace_id": T1,
+        "span_ids": ["1" * 16, "2" * 16, "3" * 16, "4" * 16],
+        "model": "gpt-test",
+    }
     exact, fuzzy, unlocated = out["retrieved"]
     assert (exact["document_id"], exact["start"], exact["location"]) == ("returns", 0, "exact")
     assert DOCS["returns"][exact["start"] : exact["end"]] == exact["text"]

@@ -44,6 +44,7 @@ POLICY: dict[str, set[str]] = {
     "export_traces": WRITE,
     "list_outputs": READ,
     "import_scores": WRITE,
+    "import_run_annotations": WRITE,
     "get_scores": READ,
     "list_metrics": READ,
     "create_scoring": WRITE,

@@ -32,6 +32,7 @@ EXPECTED_UPLOADS = {
     ("POST", "/raters"),
     ("POST", "/preferences"),
     ("POST", "/studies/import"),
+    ("POST", "/runs/{run_id}/annotations"),
 }
 
 

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "domain",
         {
             "services.accounts",
+            "services.annotations",
             "services.datasets",
             "services.deletion",
             "services.metrics",
