@@ -11,7 +11,7 @@ Errors (MAE, RMSE) get a jackknife-t interval by question: leave one question ou
 error of the leave-out values, limits estimate -+ t_{G-1} se on the statistic's own scale. What a
 leave-out value holds decides what the interval covers. Holding the calibrated values fixed ("fixed maps")
 counts only each question's own held-out error: it misses the variability the maps bring (each question
-also trains the maps of the other folds), and its intervals are narrow (about 93 % at 95 %). Refitting every
+also trains the maps of the other folds), and its intervals are narrow (90-94 % coverage at 95 %). Refitting every
 fold's map without the question ("refit") counts that too, but the delete-one jackknife over-estimates a
 variance (Efron & Stein 1981): the part a question adds through the maps it trains is an interaction
 between it and the items those maps predict, a second-order term, and the jackknife counts a second-order
