@@ -9,16 +9,16 @@ ratings and flatters the metric).
 
 Errors (MAE, RMSE) get a jackknife-t interval by question: leave one question out, se the jackknife standard
 error of the leave-out values, limits estimate -+ t_{G-1} se on the statistic's own scale. What a
-leave-out value holds decides what the interval covers. Holding the calibrated values fixed ("fixed maps")
-counts only each question's own held-out error: it misses the variability the maps bring (each question
-also trains the maps of the other folds), and its intervals are narrow (90-94 % coverage at 95 %). Refitting every
-fold's map without the question ("refit") counts that too, but the delete-one jackknife over-estimates a
-variance (Efron & Stein 1981): the part a question adds through the maps it trains is an interaction
-between it and the items those maps predict, a second-order term, and the jackknife counts a second-order
-term twice. The default counts it once: theta_-g = fixed_-g + (refit_-g - fixed_-g) / sqrt(2), whose
-jackknife variance is the fixed one plus half the maps' part (the bias-corrected jackknife). Up to
-REFIT_MAX_QUESTIONS questions; beyond, the maps are held fixed, for time (bench/calibration.py measures the
-three).
+leave-out value holds decides what the interval covers. Holding the calibrated values fixed ("fixed
+maps") counts only each question's own held-out error: it misses the variability the maps bring (each
+question also trains the maps of the other folds), and its intervals are narrow (90-94 % coverage at
+95 %). Refitting every fold's map without the question ("refit") counts that too, but the delete-one
+jackknife over-estimates a variance (Efron & Stein 1981): the part a question adds through the maps it
+trains is an interaction between it and the items those maps predict, a second-order term, and the
+jackknife counts a second-order term twice. The default counts it once: theta_-g = fixed_-g +
+(refit_-g - fixed_-g) / sqrt(2), whose jackknife variance is the fixed one plus half the maps' part (the
+bias-corrected jackknife). Up to REFIT_MAX_QUESTIONS questions; beyond, the maps are held fixed, for time
+(bench/calibration.py measures the three; docs/statistics.md gives the coverage).
 
 The human baseline is what the same figures give for a rater in place of the metric: each rater against the
 mean of the other raters on the items both sides rated, MAE and RMSE averaged over raters, the same
