@@ -97,7 +97,7 @@ def main() -> None:
                     p = float(np.mean((lo <= t) & (t <= hi)))
                     se = 100 * math.sqrt(p * (1 - p) / done)
                     line.append(f"{way} {fig} {100 * p:5.1f} % ({se:.1f})")
-                line.append(f"{done} studies, refit {1000 * seconds / done:.0f} ms")
+                line.append(f"{done} studies, default calibration {1000 * seconds / done:.0f} ms")
                 print("  ".join(line), flush=True)
 
 
