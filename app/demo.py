@@ -28,6 +28,7 @@ from services.rag import service as rag
 from services.ratings import service as ratings
 from services.reports.honesty import ILLUSTRATIVE_NOTE, ILLUSTRATIVE_RATERS
 from services.reports.schemas import ReportRead
+from services.reports.trust_schemas import TrustRead
 from services.resources import Resources
 from services.runs import service as runs
 from services.runs.repository import RunRepository
@@ -215,13 +216,35 @@ TRUST_USES = MappingProxyType(
 )
 
 
+def alt_test_line(trust: TrustRead) -> str:
+    """The Alternative Annotator Test over the metrics: on how many it ran (raters, items), how many may
+    replace the raters, and why it did not run on the others (the first reason)."""
+    tests = [m.alt_test for m in trust.metrics]
+    ran = [a for a in tests if a.omega is not None]
+    line = f"  Alternative Annotator Test (epsilon = {trust.epsilon:g}): run on {len(ran)} of {len(tests)}"
+    line += " metrics"
+    if ran:
+        raters, items = max(a.n_raters for a in ran), max(a.n_items for a in ran)
+        replace = [m.metric for m in trust.metrics if m.alt_test.replace]
+        line += (
+            f" ({raters} raters, {items} outputs rated by 3 or more), may replace the raters: {len(replace)}"
+        )
+        if replace:
+            line += f" ({', '.join(replace[:3])}{', ...' if len(replace) > 3 else ''})"
+    not_run = next((a.undefined_reason for a in tests if a.omega is None and a.undefined_reason), None)
+    if not_run:
+        line += f"; not run on {len(tests) - len(ran)}, e.g.: {not_run}"
+    return line
+
+
 def trust_lines(factory: sessionmaker[Session], settings: Settings, run_ids: list[int]) -> list[str]:
-    """One line per use of the trust analysis over the pooled runs: how many metrics qualify, and which."""
+    """The alt-test over the metrics, then one line per use of the trust analysis over the pooled runs: how
+    many metrics qualify, and which."""
     from services.reports.trust import build_trust
 
     with factory() as s:
         trust = build_trust(s, settings, run_ids)
-    lines = []
+    lines = [alt_test_line(trust)]
     for use, what in TRUST_USES.items():
         verdicts = [(m.metric, v) for m in trust.metrics for v in m.verdicts if v.use == use]
         if not verdicts:

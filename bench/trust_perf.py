@@ -44,7 +44,7 @@ def main() -> None:
         f"m{j}": np.round(1 / (1 + np.exp(-(z * (0.3 + j / args.metrics) + rng.normal(size=n)))), 2)
         for j in range(args.metrics)
     }
-    questions = [f"q{i}" for i in range(n)]
+    question_ids = [f"q{i}" for i in range(n)]
     stats.warm_up()
 
     t0 = time.perf_counter()
@@ -54,6 +54,7 @@ def main() -> None:
     report = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    questions = stats.QuestionIndex.of(question_ids)  # once, as services/reports/trust.py does
     hb = stats.human_baseline(ratings, questions, ["a", "b", "c"])
     for x in metrics.values():
         cal = stats.calibrate(x, human, questions, (1, 5))

@@ -23,12 +23,15 @@ from services.reports.schemas import (
     ReportWarning,
 )
 
-# The bundled demo's two annotators. Their ratings are illustrative wherever they are imported (a user may
-# reuse the demo's rating files on a run of their own): any report that uses them says so.
-ILLUSTRATIVE_RATERS = ("annotateur-A", "annotateur-B")
+# The bundled demo's annotators: two on every output, a third on the 50 outputs of one run (so that the
+# Alternative Annotator Test, which needs three raters, runs in the demo). Their ratings are illustrative
+# wherever they are imported (a user may reuse the demo's rating files on a run of their own): any report that
+# uses them says so.
+ILLUSTRATIVE_RATERS = ("annotateur-A", "annotateur-B", "annotateur-C (sous-ensemble)")
 ILLUSTRATIVE_NOTE = (
-    "Illustrative ratings: written for this demo by two independent annotators following the default 1-5 "
-    "rubric on these exact outputs. They show how the service works; they are not results of a study."
+    "Illustrative ratings: written for this demo by independent annotators following the default 1-5 rubric "
+    "on these exact outputs (two on every output, a third on the 50 outputs of the hybrid-extractive run). "
+    "They show how the service works; they are not results of a study."
 )
 # A correlation of this size is what a useful metric should show; the warnings say how many items are needed
 # to tell it from no correlation at all (two-sided 5 %, power 0.8).

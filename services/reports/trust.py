@@ -386,8 +386,12 @@ class _Shared:
         self.epsilon, self.seed = epsilon, seed
         self.systems, self.systems_why, self.stability = systems, systems_why, stability
         self.threshold = stats.default_pass_threshold(*rubric)
-        n_questions = len({it.question_id for it in data.items}) or 1
-        self.per_question = float(np.isfinite(ratings).sum()) / n_questions
+        # The items' questions coded once for every metric's calibration, alt-test and decision rates.
+        self.questions = stats.QuestionIndex.of([it.question_id for it in data.items])
+        self.human = np.array(
+            [math.nan if it.human is None else it.human for it in data.items], dtype=np.float64
+        )
+        self.per_question = float(np.isfinite(ratings).sum()) / (len(self.questions.names) or 1)
 
 
 def _stability_note(icc: float | None) -> str:
@@ -403,10 +407,11 @@ def _stability_note(icc: float | None) -> str:
 def _metric_trust(col: Column, sh: _Shared) -> MetricTrust:
     data, epsilon = sh.data, sh.epsilon
     items = data.items
-    x = np.array([col.values.get(it.output_id, math.nan) for it in items], dtype=np.float64)
-    h = np.array([math.nan if it.human is None else it.human for it in items], dtype=np.float64)
+    values = col.values
+    x = np.fromiter((values.get(it.output_id, math.nan) for it in items), np.float64, len(items))
+    h = sh.human
     hib = _higher_is_better(col)
-    questions = [it.question_id for it in items]
+    questions = sh.questions
     cal = stats.calibrate(x, h, questions, sh.rubric, higher_is_better=hib, seed=sh.seed)
     pred = np.full(x.size, np.nan) if cal.calibrated is None else np.array(cal.calibrated)
     if cal.undefined_reason is None:

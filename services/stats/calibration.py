@@ -8,10 +8,17 @@ no figure is computed on the ratings it was fitted to (an in-sample isotonic fit
 ratings and flatters the metric).
 
 Errors (MAE, RMSE) get a jackknife-t interval by question: leave one question out, se the jackknife standard
-error, limits estimate -+ t_{G-1} se on the statistic's own scale. Up to REFIT_MAX_QUESTIONS questions every
-fold's map is fitted again without the question left out, so the interval carries the maps' own estimation;
-otherwise the calibrated values are held fixed while a question is
-left out, which makes the interval somewhat narrow on small studies.
+error of the leave-out values, limits estimate -+ t_{G-1} se on the statistic's own scale. What a
+leave-out value holds decides what the interval covers. Holding the calibrated values fixed ("fixed
+maps") counts only each question's own held-out error: it misses the variability the maps bring (each
+question also trains the maps of the other folds), and its intervals are narrow (90-94 % coverage at
+95 %). Refitting every fold's map without the question ("refit") counts that too, but the delete-one
+jackknife over-estimates a variance (Efron & Stein 1981): the part a question adds through the maps it
+trains is an interaction between it and the items those maps predict, a second-order term, and the
+jackknife counts a second-order term twice. The default counts it once: theta_-g = fixed_-g +
+(refit_-g - fixed_-g) / sqrt(2), whose jackknife variance is the fixed one plus half the maps' part (the
+bias-corrected jackknife). Up to REFIT_MAX_QUESTIONS questions; beyond, the maps are held fixed, for time
+(bench/calibration.py measures the three; docs/statistics.md gives the coverage).
 
 The human baseline is what the same figures give for a rater in place of the metric: each rater against the
 mean of the other raters on the items both sides rated, MAE and RMSE averaged over raters, the same
@@ -21,21 +28,23 @@ interval. It is the yardstick a metric's error is read against.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import stdtrit
 
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence, is_constant
 from services.stats.resampling import JackknifeCI, jackknife_se
 
 DEFAULT_FOLDS = 5
-# Up to this many questions the jackknife refits the maps per question left out (G x (K - 1) PAVA fits,
-# about 60 ms per metric at G = 100): holding the maps fixed under-covers (MAE 91.0 % at n = 50, 93.3 % at
-# 100), refitting covers 95.3 % at 50 and over-covers a little beyond (97.3 % at 100, 97.0 % at 200;
-# bench/calibration.py, 300 studies per cell). Beyond the cap the maps stay fixed, for time.
-REFIT_MAX_QUESTIONS = 100
+# Up to this many questions the jackknife refits the maps per question left out (G x (K - 1) PAVA fits);
+# beyond, the maps are held fixed, for time.
+REFIT_MAX_QUESTIONS = 200
+# The weight of the maps' part of a leave-out value (module docstring): 0 holds the maps fixed, 1 is the
+# plain refit jackknife, 1/sqrt(2) counts the maps' second-order term once.
+MAP_WEIGHT = 1.0 / math.sqrt(2.0)
 # Fewer items than this leave a fold with one or two points to fit a map on.
 MIN_CALIBRATION_ITEMS = 10
 
@@ -168,14 +177,24 @@ def isotonic_fit_predict(
     validation: equal x are pooled into their mean with their count as weight, scipy's PAVA
     (``scipy.optimize.isotonic_regression``) fits them, the fit is clipped to the rubric and interpolated
     linearly, flat beyond the training range. The jackknife refit calls it G x (K - 1) times per metric."""
+    xs, fitted = isotonic_steps(x_sorted, y_sorted, rubric, increasing)
+    out: FloatArray = np.interp(x_new, xs, fitted)
+    return out
+
+
+def isotonic_steps(
+    x_sorted: FloatArray, y_sorted: FloatArray, rubric: tuple[float, float], increasing: bool
+) -> tuple[FloatArray, FloatArray]:
+    """The distinct x of (``x_sorted``, ``y_sorted``), ``x_sorted`` ascending, and the isotonic fit at
+    each, clipped to the rubric: equal x pooled into their mean with their count as weight, scipy's PAVA
+    (``scipy.optimize.isotonic_regression``, what scikit-learn's ``isotonic_regression`` calls)."""
     from scipy.optimize import isotonic_regression
 
     starts = np.flatnonzero(np.r_[True, x_sorted[1:] != x_sorted[:-1]])
     counts = np.diff(np.r_[starts, x_sorted.size]).astype(np.float64)
     means = np.add.reduceat(y_sorted, starts) / counts
     fitted = np.asarray(isotonic_regression(means, weights=counts, increasing=increasing).x, dtype=np.float64)
-    out: FloatArray = np.interp(x_new, x_sorted[starts], np.clip(fitted, rubric[0], rubric[1]))
-    return out
+    return x_sorted[starts], np.clip(fitted, rubric[0], rubric[1])
 
 
 def _refit_jackknife(
@@ -191,9 +210,11 @@ def _refit_jackknife(
     mae: ErrorFigure,
     rmse: ErrorFigure,
     confidence: float,
+    map_weight: float,
 ) -> tuple[ErrorFigure, ErrorFigure]:
     """Leave each question out, cross-fit the rest again on the same folds, and take the jackknife-t of the
-    MAE and RMSE of those held-out values.
+    MAE and RMSE with the maps' part of each leave-out value weighted by ``map_weight``:
+    theta_-g = fixed_-g + map_weight (refit_-g - fixed_-g) (module docstring).
 
     The fold holding the question keeps its map (the question was never in its training set); every other
     fold's map is fitted again without the question: G x (K - 1) fits, on data sorted once."""
@@ -218,6 +239,11 @@ def _refit_jackknife(
         err = pred[keep] - ys[keep]
         mae_j[q] = float(np.mean(np.abs(err)))
         rmse_j[q] = math.sqrt(float(np.mean(err**2)))
+    if mae.leave_out is not None and rmse.leave_out is not None and map_weight != 1.0:
+        mae_fixed = np.fromiter(mae.leave_out.values(), np.float64, g)
+        rmse_fixed = np.fromiter(rmse.leave_out.values(), np.float64, g)
+        mae_j = mae_fixed + map_weight * (mae_j - mae_fixed)
+        rmse_j = rmse_fixed + map_weight * (rmse_j - rmse_fixed)
     n = int(x.size)
     mae_ci, _ = jackknife_t_interval(mae.estimate, mae_j, n, confidence)
     rmse_ci, _ = jackknife_t_interval(rmse.estimate, rmse_j, n, confidence)
@@ -227,22 +253,53 @@ def _refit_jackknife(
     )
 
 
-def question_index(questions: list[str]) -> tuple[IntArray, list[str]]:
+@dataclass(frozen=True, slots=True)
+class QuestionIndex:
+    """Items' questions coded once: ``codes[i]`` is item i's question as 0..G-1, ``names`` the G questions
+    in order of first appearance. Every function here that takes the items' questions also takes this, so
+    an analysis running many of them on the same items codes the question ids once."""
+
+    codes: IntArray
+    names: list[str]
+
+    @classmethod
+    def of(cls, questions: Sequence[str]) -> QuestionIndex:
+        index: dict[str, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(q, len(index)) for q in questions), dtype=np.int64, count=len(questions)
+        )
+        return cls(codes, list(index))
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+
+Questions = Sequence[str] | QuestionIndex
+
+
+def question_index(questions: Questions) -> tuple[IntArray, list[str]]:
     """Each item's question as 0..G-1 and the G questions, in order of first appearance (the order of
-    ``list(dict.fromkeys(questions))``), by numpy's sort rather than a Python loop."""
-    if not questions:
-        return np.zeros(0, dtype=np.int64), []
-    uniq, first, inverse = np.unique(np.asarray(questions), return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[order] = np.arange(first.size)
-    return rank[inverse.ravel()], uniq[order].tolist()
+    ``list(dict.fromkeys(questions))``)."""
+    qi = questions if isinstance(questions, QuestionIndex) else QuestionIndex.of(questions)
+    return qi.codes, qi.names
 
 
-def question_codes(questions: list[str]) -> tuple[IntArray, int]:
+def question_codes(questions: Questions) -> tuple[IntArray, int]:
     """Each item's question as 0..G-1, in order of first appearance; and G."""
     codes, names = question_index(questions)
     return codes, len(names)
+
+
+def _kept_questions(codes: IntArray, names: list[str], keep: NDArray[np.bool_]) -> tuple[IntArray, list[str]]:
+    """The kept items' questions recoded 0..G'-1 in order of first appearance among the kept items."""
+    if keep.all():
+        return codes, names
+    kept = codes[keep]
+    present, first = np.unique(kept, return_index=True)
+    order = present[np.argsort(first, kind="stable")]
+    recode = np.empty(len(names), dtype=np.int64)
+    recode[order] = np.arange(order.size)
+    return recode[kept], [names[c] for c in order.tolist()]
 
 
 def _check_calibration_args(
@@ -287,21 +344,20 @@ def _held_out(
 def _full_curve(
     x: FloatArray, y: FloatArray, bounds: tuple[float, float], higher_is_better: bool
 ) -> tuple[CurvePoint, ...]:
-    """The map fitted on every item (the curve shown), by scikit-learn itself."""
-    from sklearn.isotonic import IsotonicRegression
-
-    lo, hi = bounds
-    model = IsotonicRegression(y_min=lo, y_max=hi, increasing=higher_is_better, out_of_bounds="clip")
-    full = model.fit(x, y)
-    return tuple(
-        CurvePoint(float(a), float(b)) for a, b in zip(full.X_thresholds_, full.y_thresholds_, strict=True)
-    )
+    """The map fitted on every item (the curve shown): scikit-learn's ``IsotonicRegression`` thresholds
+    (``X_thresholds_``, ``y_thresholds_``) by its algorithm on data sorted once: the fit at each distinct x,
+    then inside a run of equal fitted values only its first and last point."""
+    order = np.argsort(x, kind="stable")
+    xs, fitted = isotonic_steps(x[order], y[order], bounds, higher_is_better)
+    keep = np.ones(fitted.size, dtype=np.bool_)
+    keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+    return tuple(map(CurvePoint, xs[keep].tolist(), fitted[keep].tolist()))
 
 
 def calibrate(
     metric: ArrayLike,
     human: ArrayLike,
-    questions: list[str],
+    questions: Questions,
     rubric: tuple[float, float],
     *,
     higher_is_better: bool = True,
@@ -309,6 +365,7 @@ def calibrate(
     seed: int = 0,
     confidence: float = 0.95,
     refit_max_questions: int = REFIT_MAX_QUESTIONS,
+    map_weight: float = MAP_WEIGHT,
 ) -> CalibrationResult:
     """Cross-fitted isotonic calibration of ``metric`` onto ``rubric`` against the reference ``human``.
 
@@ -323,8 +380,14 @@ def calibrate(
     lo, hi = _check_calibration_args(x_all.size, y_all.size, len(questions), rubric, folds, confidence)
     keep = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[keep], y_all[keep]
-    kept_q = [q for q, k in zip(questions, keep, strict=True) if k]
-    fold_of = question_folds(kept_q, folds, seed)
+    codes, names = _kept_questions(*question_index(questions), keep)
+    # question_folds on the distinct kept questions, by code: the permutation's i-th goes to fold i mod K.
+    perm = np.random.default_rng(seed).permutation(len(names))
+    fold_of_code = np.empty(len(names), dtype=np.int64)
+    fold_of_code[perm] = np.arange(perm.size) % folds
+    fold_of = dict(
+        zip([names[j] for j in perm.tolist()], (np.arange(perm.size) % folds).tolist(), strict=True)
+    )
     n, g = int(x.size), len(fold_of)
 
     def undefined(reason: str) -> CalibrationResult:
@@ -353,14 +416,25 @@ def calibrate(
     if is_constant(x):
         return undefined("constant metric: its calibration is a single value, it ranks no item above another")
 
-    codes, names = question_index(kept_q)
-    fold = np.array([fold_of[q] for q in names], dtype=np.int64)[codes]
+    fold = fold_of_code[codes]
     held_out = _held_out(x, y, fold, folds, (lo, hi), higher_is_better)
     curve = _full_curve(x, y, (lo, hi), higher_is_better)
     mae, rmse = _error_figures(held_out - y, np.ones(n), codes, names, confidence)
-    if g <= refit_max_questions:
+    if g <= refit_max_questions and map_weight != 0.0:
         mae, rmse = _refit_jackknife(
-            x, y, held_out, fold, codes, names, folds, (lo, hi), higher_is_better, mae, rmse, confidence
+            x,
+            y,
+            held_out,
+            fold,
+            codes,
+            names,
+            folds,
+            (lo, hi),
+            higher_is_better,
+            mae,
+            rmse,
+            confidence,
+            map_weight,
         )
     calibrated = np.full(x_all.size, np.nan)
     calibrated[keep] = held_out
@@ -381,7 +455,7 @@ def calibrate(
 
 
 def human_baseline(
-    ratings: ArrayLike, questions: list[str], raters: list[str], *, confidence: float = 0.95
+    ratings: ArrayLike, questions: Questions, raters: list[str], *, confidence: float = 0.95
 ) -> HumanBaseline:
     """Each rater against the mean of the others: MAE and RMSE averaged over raters, jackknife-t by question.
 

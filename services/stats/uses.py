@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri, stdtr
 
-from services.stats.calibration import jackknife_t_interval, question_index, t_quantile
+from services.stats.calibration import Questions, jackknife_t_interval, question_index, t_quantile
 from services.stats.core import FloatArray, as_vector
 from services.stats.resampling import jackknife_se
 
@@ -58,8 +58,11 @@ def paired_leave_out(
 ) -> tuple[float, FloatArray]:
     """a - b and its value leaving each question out, over the questions either side has (a side without
     the question keeps its full value when it is left out)."""
+    n = len(a_loo)
+    if list(a_loo) == list(b_loo):  # the same questions in the same order: pair the values as they come
+        return a - b, np.fromiter(a_loo.values(), np.float64, n) - np.fromiter(b_loo.values(), np.float64, n)
     if a_loo.keys() == b_loo.keys():
-        return a - b, np.array(list(a_loo.values())) - np.array([b_loo[q] for q in a_loo])
+        return a - b, np.fromiter(a_loo.values(), np.float64, n) - np.array([b_loo[q] for q in a_loo])
     names = sorted(set(a_loo) | set(b_loo))
     loo = np.array([a_loo.get(q, a) - b_loo.get(q, b) for q in names], dtype=np.float64)
     return a - b, loo
@@ -173,7 +176,7 @@ def _rate(
     ci, reason = jackknife_t_interval(est, loo, n, confidence)
     low = None if ci.low is None else max(0.0, ci.low)
     high = None if ci.high is None else min(1.0, ci.high)
-    kept = [names[q] for q in present.tolist()]
+    kept = names if present.size == len(names) else [names[q] for q in present.tolist()]
     return Rate(est, low, high, dict(zip(kept, loo.tolist(), strict=True)), reason)
 
 
@@ -181,7 +184,7 @@ def decision_rates(
     calibrated: ArrayLike,
     human: ArrayLike,
     ratings: ArrayLike,
-    questions: list[str],
+    questions: Questions,
     threshold: float,
     *,
     confidence: float = 0.95,

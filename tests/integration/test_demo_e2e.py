@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import Engine
 
-from app.demo import DEMO_DIR, RATINGS_NOTE, RUNS, prepare, summary
+from app.demo import DEMO_DIR, RATERS, RATINGS_NOTE, RUNS, prepare, summary
 from app.main import create_app
 from app.settings import Settings
 from services.db import make_session_factory
@@ -70,6 +70,21 @@ def test_demo_end_to_end(
         assert "8 of 38 metrics computed; 30 need an LLM judge (set RAGMETA_JUDGE__BASE_URL" in text
         assert "nan" not in text.split()
         assert sum(line.startswith("  may a metric ") for line in text.splitlines()) == 3, text
+        # The third annotator rated the 50 outputs of one run: the Alternative Annotator Test runs there.
+        alt_line = next(line for line in text.splitlines() if line.startswith("  Alternative Annotator Test"))
+        # (42 outputs for the metrics that need a reference answer: 8 questions have none)
+        assert "(3 raters, 42 outputs rated by 3 or more)" in alt_line, alt_line
+        hybrid = client.get(f"/runs/{info['runs']['hybrid-extractive']}/trust").json()
+        assert hybrid["raters"] == list(RATERS)
+        ran = [m for m in hybrid["metrics"] if m["alt_test"]["omega"] is not None]
+        assert ran and all(
+            m["alt_test"]["n_raters"] == 3 and m["alt_test"]["n_items"] in (42, 50) for m in ran
+        )
+        assert all(len(m["alt_test"]["raters"]) == 3 for m in ran)
+        # On a run the third annotator did not rate, the test says what is missing.
+        bm25 = client.get(f"/runs/{info['runs']['bm25-extractive']}/trust").json()
+        assert all(m["alt_test"]["omega"] is None for m in bm25["metrics"])
+        assert all(m["alt_test"]["undefined_reason"].startswith("needs 3 raters") for m in bm25["metrics"])
 
         # The shipped outputs are what the service's own RAG system produces for these configurations.
         dataset_id = info["dataset_id"]

@@ -13,6 +13,7 @@ from sklearn.isotonic import IsotonicRegression
 
 from services import stats
 from services.stats.calibration import question_folds
+from services.stats.uses import decision_rates
 
 
 def _study(n: int = 40, raters: int = 4, seed: int = 1) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -49,21 +50,32 @@ def test_calibration_equals_isotonic_fit_on_the_same_folds() -> None:
     err = expected - human
     assert res.mae.estimate == pytest.approx(np.mean(np.abs(err)), abs=1e-12)
     assert res.rmse.estimate == pytest.approx(math.sqrt(np.mean(err**2)), abs=1e-12)
-    # Jackknife-t by question, written out: leave one item (each its own question) out and cross-fit the
-    # rest again on the same folds.
-    loo = np.empty(err.size)
+    # Jackknife-t by question, written out: leave one item (each its own question) out; "refit" cross-fits
+    # the rest again on the same folds, "fixed" keeps the calibrated values; the default leave-out value is
+    # fixed + (refit - fixed) / sqrt(2).
+    refit, fixed = np.empty(err.size), np.empty(err.size)
     for i in range(err.size):
         m, h, fo = np.delete(metric, i), np.delete(human, i), np.delete(fold, i)
         pred = np.empty(m.size)
         for f in range(5):
             iso = IsotonicRegression(y_min=1, y_max=5, increasing=True, out_of_bounds="clip")
             pred[fo == f] = iso.fit(m[fo != f], h[fo != f]).predict(m[fo == f])
-        loo[i] = np.mean(np.abs(pred - h))
-    se = math.sqrt((err.size - 1) / err.size * np.sum((loo - loo.mean()) ** 2))
+        refit[i] = np.mean(np.abs(pred - h))
+        fixed[i] = np.mean(np.abs(np.delete(err, i)))
     t = sps.t.ppf(0.975, err.size - 1)
-    assert res.mae.interval is not None
-    assert res.mae.interval.low == pytest.approx(res.mae.estimate - t * se, abs=1e-12)
-    assert res.mae.interval.high == pytest.approx(res.mae.estimate + t * se, abs=1e-12)
+    for weight, loo in ((None, fixed + (refit - fixed) / math.sqrt(2)), (1.0, refit), (0.0, fixed)):
+        got = (
+            res
+            if weight is None
+            else stats.calibrate(
+                metric, human, questions, (1, 5), seed=3, refit_max_questions=40, map_weight=weight
+            )
+        )
+        se = math.sqrt((err.size - 1) / err.size * np.sum((loo - loo.mean()) ** 2))
+        assert got.mae.interval is not None and got.mae.estimate == res.mae.estimate
+        assert got.mae.interval.low == pytest.approx(res.mae.estimate - t * se, abs=1e-12)
+        assert got.mae.interval.high == pytest.approx(res.mae.estimate + t * se, abs=1e-12)
+        assert list(got.mae.leave_out.values()) == pytest.approx(loo.tolist(), abs=1e-12)
     full = IsotonicRegression(y_min=1, y_max=5, increasing=True, out_of_bounds="clip").fit(metric, human)
     assert [p.metric for p in res.curve] == pytest.approx(list(full.X_thresholds_))
     assert [p.rubric for p in res.curve] == pytest.approx(list(full.y_thresholds_))
@@ -99,7 +111,7 @@ def test_refit_jackknife_leaves_whole_questions_out_of_a_decreasing_fit() -> Non
     metric2 = np.round(np.concatenate([1 - metric, 1 - metric[::-1]]), 1)  # ties in the metric
     human = np.concatenate([ratings[:30].mean(axis=1), ratings[:30].mean(axis=1)[::-1]])
     qs = questions[:30] + questions[:30][::-1]
-    res = stats.calibrate(metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=2)
+    res = stats.calibrate(metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=2, map_weight=1.0)
     fold = np.array([res.fold_of_question[q] for q in qs])
     names = list(dict.fromkeys(qs))
     loo_mae, loo_rmse = [], []
@@ -117,6 +129,61 @@ def test_refit_jackknife_leaves_whole_questions_out_of_a_decreasing_fit() -> Non
     loo = np.array(loo_mae)
     se = math.sqrt((loo.size - 1) / loo.size * np.sum((loo - loo.mean()) ** 2))
     assert res.mae.interval is not None and res.mae.interval.se == pytest.approx(se, abs=1e-12)
+    # The default weights the maps' part of each leave-out value by 1/sqrt(2); RMSE leaves out on its scale.
+    default = stats.calibrate(metric2, human, qs, (1, 5), higher_is_better=False, folds=4, seed=2)
+    err = np.array(default.calibrated) - human
+    fixed_rmse = [math.sqrt(np.mean(err[np.array(qs) != q] ** 2)) for q in names]
+    corrected = np.array(fixed_rmse) + (np.array(loo_rmse) - np.array(fixed_rmse)) / math.sqrt(2)
+    assert list(default.rmse.leave_out.values()) == pytest.approx(corrected.tolist(), abs=1e-12)
+    se = math.sqrt((loo.size - 1) / loo.size * np.sum((corrected - corrected.mean()) ** 2))
+    assert default.rmse.interval is not None and default.rmse.interval.se == pytest.approx(se, abs=1e-12)
+
+
+def test_a_question_index_gives_what_the_question_ids_give() -> None:
+    """Coded once (QuestionIndex) or passed as ids, with missing values that change the order in which the
+    kept items' questions first appear: the same folds, values, intervals, curve, alt-test and rates."""
+    metric, ratings, questions = _study(n=60, raters=3, seed=5)
+    qs = [questions[i % 25] for i in range(60)][::-1]  # pooled: questions repeat
+    metric = metric.copy()
+    metric[[0, 1, 7]] = np.nan  # the first items' questions first appear later among the kept ones
+    human = ratings.mean(axis=1)
+    index = stats.QuestionIndex.of(qs)
+    assert index.names == list(dict.fromkeys(qs)) and [index.names[c] for c in index.codes] == qs
+    a = stats.calibrate(metric, human, qs, (1, 5), seed=4)
+    b = stats.calibrate(metric, human, index, (1, 5), seed=4)
+    assert repr(a) == repr(b)  # repr: NaN (the items left out) equals NaN
+    kept = [q for q, x in zip(qs, metric, strict=True) if np.isfinite(x)]
+    assert list(a.fold_of_question.items()) == list(question_folds(kept, 5, 4).items())
+    pred = np.array(a.calibrated)
+    raters = ["a", "b", "c"]
+    alt = stats.alt_test(pred, ratings, raters, questions=qs)
+    assert alt.undefined_reason is None
+    assert repr(alt) == repr(stats.alt_test(pred, ratings, raters, questions=index))
+    assert repr(stats.human_baseline(ratings, qs, raters)) == repr(
+        stats.human_baseline(ratings, index, raters)
+    )
+    rates = decision_rates(pred, human, ratings, qs, 4.0)
+    assert repr(rates) == repr(decision_rates(pred, human, ratings, index, 4.0))
+
+
+def test_paired_t_is_scipys_and_the_curve_is_scikit_learns() -> None:
+    from services.stats.alttest import paired_t_less
+
+    rng = np.random.default_rng(9)
+    for n in (3, 10, 200):
+        a, b = rng.integers(0, 2, n).astype(float) - 0.2, rng.integers(0, 2, n).astype(float)
+        if np.ptp(a - b) == 0:
+            continue
+        res = sps.ttest_rel(a, b, alternative="less")
+        assert paired_t_less(a, b) == pytest.approx((res.statistic, res.pvalue), rel=1e-12)
+    metric, ratings, questions = _study(n=80, seed=6)
+    for increasing in (True, False):
+        x = np.round(metric if increasing else 1 - metric, 2)  # ties, and flat runs in the fit
+        res = stats.calibrate(x, ratings.mean(axis=1), questions, (1, 5), higher_is_better=increasing)
+        full = IsotonicRegression(y_min=1, y_max=5, increasing=increasing, out_of_bounds="clip")
+        full.fit(x, ratings.mean(axis=1))
+        assert [p.metric for p in res.curve] == pytest.approx(list(full.X_thresholds_), abs=1e-12)
+        assert [p.rubric for p in res.curve] == pytest.approx(list(full.y_thresholds_), abs=1e-12)
 
 
 def test_calibration_undefined_cases() -> None:
