@@ -7,7 +7,7 @@ and empty package caches (uv's and pip's, each pointed at a new directory), so e
 from the package sources pip is configured with. Nothing is shared between runs but the system's Python,
 Debian's packages and those package sources. Sides alternate, the load average printed beside each run.
 
-    python bench/clone_to_demo.py [--repeat 2] [--timeout 1800]
+    python bench/clone_to_demo.py [--repeat 2] [--timeout 1800] [--serving-only]
 """
 
 from __future__ import annotations
@@ -89,10 +89,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--serving-only", action="store_true", help="time `make run` alone (no ratio)")
     args = parser.parse_args()
-    results: dict[str, list[float]] = {name: [] for name in SIDES}
+    sides = dict(list(SIDES.items())[:1]) if args.serving_only else SIDES
+    results: dict[str, list[float]] = {name: [] for name in sides}
     for i in range(args.repeat):
-        for name, command in SIDES.items():
+        for name, command in sides.items():
             before = _loadavg()
             seconds, size = one(command, args.timeout)
             results[name].append(seconds)
@@ -101,6 +103,8 @@ def main() -> None:
                 f"  load {before} -> {_loadavg()}",
                 flush=True,
             )
+    if args.serving_only:
+        return
     serving, everything = (min(v) for v in results.values())
     print(f"serving install / everything, best of {args.repeat}: {serving / everything:.2f}")
 
