@@ -338,6 +338,53 @@ def retest(scores: ArrayLike, groups: Sequence[object], confidence: float = 0.95
     )
 
 
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _agreement_figures(xs: FloatArray, hs: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Pearson r of the repeat mean with the mean rating, and r disattenuated for both reliabilities, of
+    each of a stack of samples (``xs``: samples x outputs x repeats, ``hs``: samples x outputs x raters);
+    NaN where undefined (a constant side, fewer than 3 outputs, a reliability not positive)."""
+    k = xs.shape[-1]
+    a, b = xs.mean(axis=-1), hs.mean(axis=-1)
+    da, db = a - a.mean(axis=-1, keepdims=True), b - b.mean(axis=-1, keepdims=True)
+    saa, sbb = (da * da).sum(axis=-1), (db * db).sum(axis=-1)
+    constant = (np.ptp(a, axis=-1) == 0.0) | (np.ptp(b, axis=-1) == 0.0) | (a.shape[-1] < 3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(constant, np.nan, (da * db).sum(axis=-1) / np.sqrt(saa * sbb))
+        msr, msc, mse = _mean_squares(xs)
+        n = xs.shape[-2]
+        den = msr + (k - 1) * mse + k * (msc - mse) / n
+        icc = np.where((den > 0) & np.isfinite(den), (msr - mse) / den, np.nan)
+        rel_m = np.where(icc > -1 / (k - 1), k * icc / (1 + (k - 1) * icc), np.nan)
+        hsr, hsc, hse = _mean_squares(hs)
+        hden = hsr + (hsc - hse) / n
+        rel_h = np.where((hden > 0) & np.isfinite(hden), (hsr - hse) / hden, np.nan)
+        ok = (rel_m > 0) & (rel_h > 0)
+        c = np.where(ok, r / np.sqrt(np.where(ok, rel_m * rel_h, 1.0)), np.nan)
+    return r, c
+
+
+def _resample_figures(
+    x: FloatArray, hr: FloatArray, resamples: list[np.ndarray], chunk: int = 256
+) -> list[tuple[float | None, float | None]]:
+    """(r, uncapped corrected r) of each resample (rows of ``x`` and ``hr``), resamples of one size
+    computed together in stacks of ``chunk``."""
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(resamples)
+    by_size: dict[int, list[int]] = {}
+    for i, idx in enumerate(resamples):
+        by_size.setdefault(idx.size, []).append(i)
+    for members in by_size.values():
+        for start in range(0, len(members), chunk):
+            part = members[start : start + chunk]
+            rows = np.stack([resamples[i] for i in part])
+            r, c = _agreement_figures(x[rows], hr[rows])
+            for i, rv, cv in zip(part, r, c, strict=True):
+                out[i] = (_finite(float(rv)), _finite(float(cv)))
+    return out
+
+
 def corrected_agreement(
     scores: ArrayLike,
     ratings: ArrayLike,
@@ -367,16 +414,8 @@ def corrected_agreement(
     def figures(rows: np.ndarray | None) -> tuple[float | None, float | None]:
         """(r, uncapped corrected r) on the given rows (all rows when None)."""
         xs, hs = (x, hr) if rows is None else (x[rows], hr[rows])
-        r = _pearson(xs.mean(axis=1), hs.mean(axis=1))
-        icc = icc_a1_value(xs)
-        rel_m = spearman_brown(icc, k) if icc is not None and icc > -1 / (k - 1) else None
-        rel_h = icc_ak_value(hs)
-        c = (
-            disattenuate(r, rel_h, rel_m)
-            if r is not None and rel_h is not None and rel_m is not None
-            else None
-        )
-        return r, c
+        r, c = _agreement_figures(xs[None], hs[None])
+        return _finite(r[0]), _finite(c[0])
 
     reason = None
     if k < 2:
@@ -393,8 +432,8 @@ def corrected_agreement(
     icc = icc_a1_value(x)
     rel_h = icc_ak_value(hr)
     rel_m = spearman_brown(icc, k) if icc is not None and icc > -1 / (k - 1) else None
-    drawn = [figures(idx) for idx in question_resamples(kept, n_resamples, seed)]
-    left = [figures(idx) for idx in question_leave_outs(kept)]
+    drawn = _resample_figures(x, hr, question_resamples(kept, n_resamples, seed))
+    left = _resample_figures(x, hr, question_leave_outs(kept))
     why = None
     if r is None:
         why = "the repeat mean or the mean rating is constant"
