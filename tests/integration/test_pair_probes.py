@@ -223,3 +223,37 @@ def test_bad_requests_name_the_field(client: TestClient, judge: Any, settings: S
         assert r.status_code == status, (body, r.text)
         assert named in r.text, (body, r.text)
     assert client.post(f"/runs/{10**6}/pair-judging-jobs", json={"run_b": run_b}).status_code == 404
+
+
+def test_many_pairs_are_judged_within_the_judge_bound_each_order_once(
+    client: TestClient, judge: Any, engine: Engine
+) -> None:
+    """A bounded load on the loopback judge: 150 pairs (300 calls) with the gateway's bound at 4, and a
+    second job for the same pairs planned before the first ran: every order asked once, no more than 4 at a
+    time, one row per pair."""
+    n = 150
+    fake = judge(lambda body: '{"winner": "1", "reason": "first"}', max_concurrency=4)
+    fake.latency_s = 0.005
+    ds = client.post("/datasets", json={"name": "many", "language": "en"}).json()["id"]
+    qs = [{"external_id": f"m{i}", "question": f"Question m{i}?"} for i in range(n)]
+    assert client.post(f"/datasets/{ds}/questions", json=qs).status_code == 200
+    runs = []
+    for name in ("a", "b"):
+        run = client.post(f"/datasets/{ds}/runs", json={"name": name}).json()["id"]
+        outs = [{"question_id": f"m{i}", "answer": f"{name} answer {i}"} for i in range(n)]
+        assert client.post(f"/runs/{run}/outputs", json=outs).status_code == 200
+        runs.append(run)
+    first = client.post(f"/runs/{runs[0]}/pair-judging-jobs", json={"run_b": runs[1]})
+    second = client.post(f"/runs/{runs[1]}/pair-judging-jobs", json={"run_b": runs[0]})
+    assert first.status_code == second.status_code == 202 and first.json()["total"] == n
+    drain(client)
+    for job in (first, second):
+        read = client.get(f"/jobs/{job.json()['id']}").json()
+        assert (read["status"], read["done"], read["failed"]) == ("done", n, 0), read
+    assert len(fake.requests) == 2 * n
+    assert 1 <= fake.max_in_flight <= 4
+    with Session(engine) as s:
+        assert s.scalar(select(func.count()).select_from(PairVerdict)) == n
+    probe = client.get(f"/runs/{runs[0]}/stability").json()["pair_probes"][0]
+    # The answer shown first always wins: no pair is consistent.
+    assert probe["position_consistency"]["correct"] == 0 and probe["first_shown_won_both"] == n
