@@ -269,8 +269,9 @@ def build_stability(
     notes = [
         "intervals by question: ICC(A,1), its Spearman-Brown reliability and the within-output SD by the "
         "jackknife-t (one question left out at a time, on Fisher's intraclass z and on log SD); raw and "
-        f"corrected r by a BCa bootstrap (questions drawn with replacement, all their outputs kept), "
-        f"{n_resamples} resamples, seed {seed}",
+        "corrected r by a BCa bootstrap (questions drawn with replacement, all their outputs kept), "
+        f"{n_resamples} resamples, seed {seed}, limits read at the small-sample expanded level "
+        "2 Phi(sqrt(G/(G-1)) t(G-1)) - 1 for G questions",
         "reports use the mean of a metric's repeats; metrics without a judge are deterministic and have no "
         "repeats",
     ]

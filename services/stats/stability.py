@@ -27,9 +27,11 @@ Intervals resample by question (the outputs of one question are one unit), chose
 - Within-output SD: jackknife-t on log SD, the same way.
 - Raw and corrected r: BCa bootstrap by question (draw questions with replacement, keep all their outputs;
   scipy's BCa formulas via ``services.stats.resampling.bootstrap_limits``, the acceleration from the
-  leave-one-question-out values), every resample recomputing r and both reliabilities; the corrected
-  limits are capped at 1 after. A figure undefined in more than 5 % of the resamples has no interval; the
-  rest are dropped.
+  leave-one-question-out values), every resample recomputing r and both reliabilities, the limits read at
+  the small-sample expanded level 2 Phi(sqrt(G / (G - 1)) t_{G-1}) - 1 (Hesterberg 2015; the main
+  report's Pearson reads its limits there too: the plain BCa fell short with few questions, see
+  docs/statistics.md); the corrected limits are capped at 1 after. A figure undefined in more than 5 % of
+  the resamples has no interval; the rest are dropped.
 
 Failure modes: a figure that cannot be computed (fewer than 3 complete outputs, one repeat only, constant
 scores, a non-positive reliability) is None with an ``undefined_reason``; an interval that cannot (fewer
@@ -49,7 +51,7 @@ from numpy.typing import ArrayLike
 from services.stats.core import FloatArray, check_confidence
 from services.stats.interrater import icc_results
 from services.stats.passfail import Interval
-from services.stats.resampling import bootstrap_limits, jackknife_se
+from services.stats.resampling import bootstrap_limits, expanded_confidence, jackknife_se
 
 # A figure undefined in more resamples than this fraction has no interval.
 MAX_UNDEFINED_FRACTION = 0.05
@@ -392,12 +394,14 @@ def corrected_agreement(
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    expand: bool = True,
 ) -> CorrectedAgreement:
     """Pearson r of the repeat mean (``scores``: outputs x repeats) with the mean rating (``ratings``: raters
     x outputs, the same outputs in the same order) and r / sqrt(ICC(A,k) of raters * Spearman-Brown of the
     repeats), each with a BCa interval by question that recomputes r and both reliabilities per resample
-    (the resamples of ``question_resamples``). Outputs missing a repeat or a rating are left out. Raises
-    ValueError for mismatched shapes or bad arguments."""
+    (the resamples of ``question_resamples``), its limits read at the small-sample expanded level
+    ``expanded_confidence(confidence, G)`` for G questions (``expand``; the plain BCa when False). Outputs
+    missing a repeat or a rating are left out. Raises ValueError for mismatched shapes or bad arguments."""
     _check(n_resamples, confidence)
     x = np.asarray(scores, dtype=float)
     h = np.asarray(ratings, dtype=float)
@@ -434,6 +438,9 @@ def corrected_agreement(
     rel_m = spearman_brown(icc, k) if icc is not None and icc > -1 / (k - 1) else None
     drawn = _resample_figures(x, hr, question_resamples(kept, n_resamples, seed))
     left = _resample_figures(x, hr, question_leave_outs(kept))
+    # The bootstrap's narrowness at few questions (it divides by G where the unbiased variance divides by
+    # G - 1, and reads normal quantiles where t quantiles belong) undone as in the main report's Pearson.
+    level = expanded_confidence(confidence, questions) if expand and questions >= 2 else confidence
     why = None
     if r is None:
         why = "the repeat mean or the mean rating is constant"
@@ -442,10 +449,10 @@ def corrected_agreement(
     return CorrectedAgreement(
         n,
         questions,
-        _bca(r, [d[0] for d in drawn], [v[0] for v in left], confidence, why if r is None else None),
+        _bca(r, [d[0] for d in drawn], [v[0] for v in left], level, why if r is None else None),
         rel_h,
         rel_m,
-        _bca(uncapped, [d[1] for d in drawn], [v[1] for v in left], confidence, why, cap=1.0),
+        _bca(uncapped, [d[1] for d in drawn], [v[1] for v in left], level, why, cap=1.0),
         uncapped is not None and uncapped > 1.0,
         uncapped,
         DISATTENUATION_RULE,
