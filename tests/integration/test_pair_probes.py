@@ -182,6 +182,8 @@ def check_formats(client: TestClient, run_a: int, stab: dict[str, Any]) -> None:
     assert "question q4: malformed:" in md
     html = stability_section(StabilityReport.model_validate(stab))
     assert "id='table-pair-probes'" in html and "(5/9)" in html and "(3/4)" in html
+    page = client.get(f"/runs/{run_a}/report.html")
+    assert page.status_code == 200 and "id='table-pair-probes'" in page.text and "(5/9)" in page.text
     text = _stability_text(stab)
     assert "position consistency" in text and "(5/9)" in text and "http_500 1, malformed 1" in text
 
