@@ -259,3 +259,24 @@ def test_many_pairs_are_judged_within_the_judge_bound_each_order_once(
     probe = client.get(f"/runs/{runs[0]}/stability").json()["pair_probes"][0]
     # The answer shown first always wins: no pair is consistent.
     assert probe["position_consistency"]["correct"] == 0 and probe["first_shown_won_both"] == n
+
+
+def test_the_command_line_starts_the_job_and_prints_the_probes(
+    client: TestClient, judge: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app import client as cli
+    from app.cli import build_parser
+
+    judge(lambda body: '{"winner": "1", "reason": "the first"}')
+    run_a, run_b = two_runs(client)
+
+    def run(*argv: str) -> int:
+        return cli._dispatch(client, build_parser().parse_args(list(argv)))  # type: ignore[arg-type]
+
+    assert run("pair-judge", str(run_b), str(run_a), "--no-wait") == 0
+    assert "pair-judge: job " in capsys.readouterr().out
+    drain(client)
+    assert run("stability", str(run_a)) == 0
+    out = capsys.readouterr().out
+    assert f"pairwise judge, runs {run_a} vs {run_b}: 11 pairs judged in both orders, 0 failed" in out
+    assert "(0/11)" in out and "first shown won both 11, second shown won both 0" in out
