@@ -259,6 +259,11 @@ def test_many_pairs_are_judged_within_the_judge_bound_each_order_once(
     probe = client.get(f"/runs/{runs[0]}/stability").json()["pair_probes"][0]
     # The answer shown first always wins: no pair is consistent.
     assert probe["position_consistency"]["correct"] == 0 and probe["first_shown_won_both"] == n
+    # The job's results are its verdicts (the second job wrote them last): deleted with it.
+    gone = client.delete(f"/jobs/{second.json()['id']}/results")
+    assert gone.status_code == 200, gone.text
+    assert gone.json()["rows"] == {"pair_verdict": n}
+    assert client.get(f"/runs/{runs[0]}/stability").json()["pair_probes"] == []
 
 
 def test_the_command_line_starts_the_job_and_prints_the_probes(
