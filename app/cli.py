@@ -276,7 +276,36 @@ def _stability_text(res: dict[str, Any]) -> str:
         ]
     lines.append(f"rule: {res['rule']}")
     lines += [f"note: {n}" for n in res["notes"]]
+    for p in res.get("pair_probes", []):
+        lines += _probe_text(p)
     return "\n".join(lines) + "\n"
+
+
+def _share(p: dict[str, Any] | None, undefined: str = "-") -> str:
+    if p is None:
+        return undefined
+    if p["estimate"] is None or p["ci_low"] is None:
+        return p.get("undefined_reason") or undefined
+    return f"{p['estimate']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] ({p['correct']}/{p['total']})"
+
+
+def _probe_text(p: dict[str, Any]) -> list[str]:
+    """A pairwise judge's position and length probes (the stability report's ``pair_probes``)."""
+    causes = ", ".join(f"{c} {n}" for c, n in sorted(p["errors_by_cause"].items()))
+    length = p["length"]
+    lines = [
+        f"pairwise judge, runs {p['run_a']} vs {p['run_b']}: {p['n_judged']} pairs judged in both orders, "
+        f"{p['n_errors']} failed" + (f" ({causes})" if causes else ""),
+        f"  position consistency      {_share(p['position_consistency'])}",
+        f"  first shown won both {p['first_shown_won_both']}, second shown won both "
+        f"{p['second_shown_won_both']}, a tie in one order {p['one_order_tie']}",
+        f"  judge: longer wins        {_share(length['judge_longer_wins'])}",
+        "  humans: longer wins       "
+        + _share(length["human_longer_wins"], length.get("human_undefined_reason") or "-"),
+    ]
+    lines += [f"  error on {e['question']}: {e['error'][:200]}" for e in p["errors"][:5]]
+    lines.append(f"  rule: {p['rule']}")
+    return lines
 
 
 def _cmd_stability(c: Any, args: argparse.Namespace) -> None:

@@ -257,6 +257,11 @@ def cmd_score(c: Client, args: argparse.Namespace) -> None:
     _start(c, args, plain(c.create_scoring(args.run, body)), "score")
 
 
+def cmd_pair_judge(c: Client, args: argparse.Namespace) -> None:
+    body = {"run_b": args.run_b, "recompute": args.recompute}
+    _start(c, args, plain(c.create_pair_judging(args.run, body)), "pair-judge")
+
+
 def cmd_jobs(c: Client, args: argparse.Namespace) -> None:
     jobs = plain(c.all(c.list_jobs, status=args.status))
     if not jobs:
@@ -512,6 +517,15 @@ def _add_run_commands(add: _Add) -> None:
         default="joined",
         help="words of ref.word_recall/word_precision: joined across ' and - (default) or every \\w+ run",
     )
+    _no_wait(p)
+    p = add(
+        "pair-judge",
+        cmd_pair_judge,
+        "judge two runs' answers side by side in both orders (position and length probes) as a job",
+    )
+    p.add_argument("run", type=int, help="run id")
+    p.add_argument("run_b", type=int, help="the other run id, of the same dataset")
+    p.add_argument("--recompute", action="store_true", help="judge again pairs already judged")
     _no_wait(p)
 
 

@@ -232,6 +232,8 @@ class MetricScoreHistory(Base):
     output_version: Mapped[int] = mapped_column(Integer)
     metric: Mapped[str] = mapped_column(String(200))
     config_key: Mapped[str] = mapped_column(String(64))
+    # The judge asking the score came from (``MetricScore.repeat``); 0 for scores kept before it was recorded.
+    repeat: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     k: Mapped[int | None] = mapped_column(Integer)
     value: Mapped[float | None] = mapped_column(Float)
@@ -272,6 +274,40 @@ class MetricScore(Timestamps, Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float | None] = mapped_column(Float)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+
+
+class PairVerdict(Timestamps, Base):
+    """A pairwise judge's verdicts on the two runs' answers to one question, asked in both orders.
+
+    Stored with ``run_a_id < run_b_id``. ``a_first``: the run whose answer the judge preferred when run A's
+    answer was shown first ("a", "b" or "tie"); ``b_first``: the same with run B's answer shown first. Both
+    None and ``error`` ("cause: message") when the judge gave no usable verdict in one of the orders. The
+    output versions are those judged: once either answer changes the verdicts are stale (kept, left out).
+    """
+
+    __tablename__ = "pair_verdict"
+    __table_args__ = (
+        UniqueConstraint("run_a_id", "run_b_id", "question_id", "config_key", name="uq_pair_verdict"),
+        CheckConstraint("run_a_id < run_b_id", name="pair_verdict_run_order"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_a_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    run_b_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("question.id", ondelete="CASCADE"))
+    output_a_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_b_id: Mapped[int] = mapped_column(ForeignKey("output.id", ondelete="CASCADE"), index=True)
+    output_a_version: Mapped[int] = mapped_column(Integer)
+    output_b_version: Mapped[int] = mapped_column(Integer)
+    # Hash of the judge model, temperature and prompt version the verdicts were asked with.
+    config_key: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    a_first: Mapped[str | None] = mapped_column(String(8))
+    b_first: Mapped[str | None] = mapped_column(String(8))
+    error: Mapped[str | None] = mapped_column(Text)
+    # The judge's reasons in each order, and the answers' lengths in words.
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from services import metrics, rag
+from services import metrics, pairjudge, rag
 from services.config import Settings
 from services.db import make_engine, make_session_factory, read_factory
 from services.jobs.registry import JobHandlers, process_handlers
@@ -32,6 +32,7 @@ def register_job_handlers(registry: JobHandlers = process_handlers) -> JobHandle
     Opening ``Resources`` does it, so every process that can run a job has them; registering loads no
     handler code (they are made on their first batch)."""
     metrics.register_job_handlers(registry)
+    pairjudge.register_job_handlers(registry)
     rag.register_job_handlers(registry)
     return registry
 

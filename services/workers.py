@@ -13,6 +13,7 @@ from pydantic import Field, TypeAdapter
 
 from services.jobs.service import JobRead
 from services.metrics.schemas import ScoringJobRead
+from services.pairjudge.schemas import PairJudgingJobRead
 from services.rag.schemas import GenerateJobRead, IndexJobRead
 
 if TYPE_CHECKING:
@@ -24,11 +25,12 @@ if TYPE_CHECKING:
 
 # Every registered kind's typed read, told apart by ``kind``: the API's job schema. A kind registered in
 # services.resources.register_job_handlers has its read here.
-JobKindRead = Annotated[ScoringJobRead | IndexJobRead | GenerateJobRead, Field(discriminator="kind")]
-_JOB_KIND_READ: TypeAdapter[ScoringJobRead | IndexJobRead | GenerateJobRead] = TypeAdapter(JobKindRead)
+AnyJobRead = ScoringJobRead | PairJudgingJobRead | IndexJobRead | GenerateJobRead
+JobKindRead = Annotated[AnyJobRead, Field(discriminator="kind")]
+_JOB_KIND_READ: TypeAdapter[AnyJobRead] = TypeAdapter(JobKindRead)
 
 
-def job_kind_read(read: JobRead) -> ScoringJobRead | IndexJobRead | GenerateJobRead:
+def job_kind_read(read: JobRead) -> AnyJobRead:
     """``read`` as its kind's typed model (ValidationError for a kind no domain reads)."""
     return _JOB_KIND_READ.validate_python(read.model_dump())
 

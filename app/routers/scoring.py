@@ -15,6 +15,8 @@ from services.metrics.base import package_version
 from services.metrics.inline import InlineScoreRequest, InlineScoreResponse, score_inline
 from services.metrics.schemas import ScoringJobRead
 from services.metrics.scoring import ScoringRequest, create_scoring_job
+from services.pairjudge.schemas import PairJudgingJobRead, PairJudgingRequest
+from services.pairjudge.service import create_pair_judging_job
 
 router = APIRouter(tags=["scoring"], route_class=CommittingRoute)
 
@@ -79,6 +81,23 @@ def create_scoring(
 ) -> ScoringJobRead:
     """Score every output of the run with the given metrics, as a job (follow it at GET /jobs/{id})."""
     return create_scoring_job(session, settings, run_id, body)
+
+
+@router.post(
+    "/runs/{run_id}/pair-judging-jobs",
+    status_code=202,
+    response_model=PairJudgingJobRead,
+    responses=responses(404, 422),
+)
+def create_pair_judging(
+    run_id: RunId, body: PairJudgingRequest, session: SessionDep, settings: SettingsDep
+) -> PairJudgingJobRead:
+    """Ask the judge which of this run's and ``run_b``'s answers to each question they both answer is
+    better, once with each answer shown first, as a job (follow it at GET /jobs/{id}). The verdicts feed the
+    position and length probes of GET /runs/{id}/stability. Pairs already judged under the same judge
+    configuration are skipped unless ``recompute``; a pair whose judge failed is an item error with its
+    cause, judged again by the next job."""
+    return create_pair_judging_job(session, settings, run_id, body)
 
 
 @router.post("/score", response_model=InlineScoreResponse, responses=responses(422))

@@ -94,6 +94,8 @@ SCHEMA_HOMES: Mapping[str, str] = MappingProxyType(
         "MetricItems": "services.reports.schemas",
         "NextItem": "services.tasks.schemas",
         "OutputRead": "services.runs.schemas",
+        "PairJudgingJobRead": "services.pairjudge.schemas",
+        "PairJudgingRequest": "services.pairjudge.schemas",
         "PairwiseQuery": "app.routers.comparisons",
         "PairwiseRead": "services.reports.comparison_schemas",
         "PreferenceIn": "services.ratings.schemas",

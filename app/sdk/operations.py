@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from services.metrics.schemas import ScoringJobRead
     from services.metrics.scoring import ScoringRequest
     from services.otlp.schemas import TraceIngestRead
+    from services.pairjudge.schemas import PairJudgingJobRead, PairJudgingRequest
     from services.rag.schemas import (
         AnswerRequest,
         AnswerResponse,
@@ -364,6 +365,11 @@ def list_metrics(*, language: str | None = None) -> Call[list[MetricInfo]]:
 @operation("POST", "/runs/{run_id}/scoring-jobs")
 def create_scoring(run_id: int, data: ScoringRequest | Json | None = None) -> Call[ScoringJobRead]:
     return Call("POST", f"/runs/{run_id}/scoring-jobs", parsed("ScoringJobRead"), json=body(data or {}))
+
+
+@operation("POST", "/runs/{run_id}/pair-judging-jobs")
+def create_pair_judging(run_id: int, data: PairJudgingRequest | Json) -> Call[PairJudgingJobRead]:
+    return Call("POST", f"/runs/{run_id}/pair-judging-jobs", parsed("PairJudgingJobRead"), json=body(data))
 
 
 @operation("POST", "/score")

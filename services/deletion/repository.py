@@ -17,6 +17,7 @@ from services.models import (
     MetricScore,
     MetricScoreHistory,
     Output,
+    PairVerdict,
     Passage,
     Preference,
     Question,
@@ -110,6 +111,9 @@ class DeletionRepository(Repository):
             model.metric == metric, model.output_id.in_(self.outputs_of_run(run_id).scalar_subquery())
         )
 
+    def verdicts_of_job(self, job_id: int) -> Select[Any]:
+        return select(PairVerdict.id).where(PairVerdict.job_id == job_id)
+
     def scores_of_job(self, job_id: int, history: bool = False) -> Select[Any]:
         model: Any = MetricScoreHistory if history else MetricScore
         return select(model.id).where(model.job_id == job_id)
@@ -125,6 +129,9 @@ class DeletionRepository(Repository):
         out = {
             "preference": self._delete(
                 Preference, Preference.output_a_id.in_(sub) | Preference.output_b_id.in_(sub)
+            ),
+            "pair_verdict": self._delete(
+                PairVerdict, PairVerdict.output_a_id.in_(sub) | PairVerdict.output_b_id.in_(sub)
             ),
             "rating": self._delete(Rating, Rating.output_id.in_(sub)),
             "rating_history": self._delete(RatingHistory, RatingHistory.output_id.in_(sub)),

@@ -21,7 +21,7 @@ from services.datasets.repository import DatasetRepository
 from services.deletion.repository import DeletionRepository
 from services.errors import Conflict, InvalidItems, ItemError, NotFound
 from services.jobs.repository import JobRepository
-from services.models import Job, MetricScore, MetricScoreHistory, Rating, RatingHistory
+from services.models import Job, MetricScore, MetricScoreHistory, PairVerdict, Rating, RatingHistory
 from services.runs.repository import RunRepository
 
 if TYPE_CHECKING:
@@ -198,7 +198,8 @@ def delete_scores(session: Session, run_id: int, metric: str) -> DeleteReport:
 
 
 def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteReport:
-    """Delete what a job produced: a scoring job's metric scores; a generation job's outputs (those still
+    """Delete what a job produced: a scoring job's metric scores; a pairwise judging job's verdicts (those it
+    wrote last); a generation job's outputs (those still
     holding the generated answer), with ``cascade`` their ratings and scores too. The job record stays."""
     repo = DeletionRepository(session)
     job = JobRepository(session).get(job_id)
@@ -214,6 +215,9 @@ def delete_job_results(session: Session, job_id: int, cascade: bool) -> DeleteRe
                 MetricScoreHistory, repo.scores_of_job(job_id, history=True)
             ),
         }
+        return DeleteReport(deleted=f"results of {what}", rows=rows)
+    if job.kind == "pair_judging":
+        rows = {"pair_verdict": repo.delete_ids(PairVerdict, repo.verdicts_of_job(job_id))}
         return DeleteReport(deleted=f"results of {what}", rows=rows)
     if job.kind == "generate":
         keys = [int(k) for k in repo.job_keys(job_id) if k.isdigit()]

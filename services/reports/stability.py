@@ -28,6 +28,13 @@ from sqlalchemy.orm import Session
 from services.config import Settings
 from services.errors import ServiceError
 from services.ratings.service import rating_table
+from services.reports.pair_probes import (
+    PairProbe,
+    pair_probes,
+    probe_markdown,
+    probe_rows,
+    probe_section,
+)
 from services.reports.presentation import text
 from services.runs.repository import RunRepository
 from services.runs.service import get_run
@@ -101,6 +108,11 @@ class StabilityReport(BaseModel):
     unstable_below: float = UNSTABLE_ICC_A1
     unstable_rule: str = UNSTABLE_RULE
     notes: list[str]
+    pair_probes: list[PairProbe] = Field(
+        default_factory=list,
+        description="position and length probes of a pairwise judge, per pair of runs including this one "
+        "that a pairwise judging job judged (POST /runs/{id}/pair-judging-jobs)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +269,9 @@ def build_stability(
     notes = [
         "intervals by question: ICC(A,1), its Spearman-Brown reliability and the within-output SD by the "
         "jackknife-t (one question left out at a time, on Fisher's intraclass z and on log SD); raw and "
-        f"corrected r by a BCa bootstrap (questions drawn with replacement, all their outputs kept), "
-        f"{n_resamples} resamples, seed {seed}",
+        "corrected r by a BCa bootstrap (questions drawn with replacement, all their outputs kept), "
+        f"{n_resamples} resamples, seed {seed}, limits read at the small-sample expanded level "
+        "2 Phi(sqrt(G/(G-1)) t(G-1)) - 1 for G questions",
         "reports use the mean of a metric's repeats; metrics without a judge are deterministic and have no "
         "repeats",
     ]
@@ -267,7 +280,13 @@ def build_stability(
             "a corrected r above 1 is shown as 1 (flagged `capped`): the reliabilities are estimates"
         )
     return StabilityReport(
-        run_id=run_id, n_raters=len(raters), n_resamples=n_resamples, seed=seed, metrics=out, notes=notes
+        run_id=run_id,
+        n_raters=len(raters),
+        n_resamples=n_resamples,
+        seed=seed,
+        metrics=out,
+        notes=notes,
+        pair_probes=pair_probes(session, run_id),
     )
 
 
@@ -312,7 +331,7 @@ def stability_rows(report: StabilityReport) -> list[dict[str, Any]]:
                     "undefined_reason": f.undefined_reason,
                 }
             )
-    return rows
+    return rows + probe_rows(report.run_id, report.pair_probes)
 
 
 STABILITY_CSV_HEADER = (
@@ -343,7 +362,8 @@ def markdown(report: StabilityReport) -> str:
     """The stability report as Markdown, for a pull request or a wiki; every name is HTML escaped."""
     lines = [f"# How stable is the judge? (run {report.run_id})", ""]
     if not report.metrics:
-        return "\n".join([*lines, "No judge metric is scored on this run.", ""])
+        probes = probe_markdown(report.pair_probes, _md)
+        return "\n".join([*lines, "No judge metric is scored on this run.", *probes, ""])
     lines += [
         f"{report.n_raters} raters. Reports use the mean of a metric's repeats.",
         "",
@@ -369,6 +389,7 @@ def markdown(report: StabilityReport) -> str:
         lines.append(f"- {_md(m.metric)}: {_md(_judge_text(m.judge))}.")
     lines += ["", "## Rules", "", f"- {_md(report.rule)}.", f"- {_md(report.unstable_rule)}."]
     lines += [f"- {_md(n)}." for n in report.notes]
+    lines += probe_markdown(report.pair_probes, _md)
     lines.append("")
     return "\n".join(lines)
 
@@ -385,15 +406,20 @@ def stability_section(report: StabilityReport | None, why: str | None = None) ->
             head
             + f"<p class='muted' id='stability-not-computed'>Not computed because {escape(why or '')}.</p>"
         )
+    probes = probe_section(report.pair_probes)
     if not report.metrics:
-        return ""
+        return head + probes if probes else ""
     repeated = [m for m in report.metrics if m.undefined_reason is None]
     if not repeated:
         names = ", ".join(m.metric for m in report.metrics)
-        return head + (
-            "<p class='muted' id='stability-not-repeated'>Each judge metric "
-            f"({escape(names)}) was asked once per output: score with <code>repeats</code> of 2 or more "
-            "to measure how much one asking of the judge agrees with another.</p>"
+        return (
+            head
+            + (
+                "<p class='muted' id='stability-not-repeated'>Each judge metric "
+                f"({escape(names)}) was asked once per output: score with <code>repeats</code> of 2 or more "
+                "to measure how much one asking of the judge agrees with another.</p>"
+            )
+            + probes
         )
     parts = [
         head,
@@ -435,6 +461,7 @@ def stability_section(report: StabilityReport | None, why: str | None = None) ->
         f"<a href='/runs/{report.run_id}/stability?format=csv'>CSV</a>, "
         f"<a href='/runs/{report.run_id}/stability?format=md'>Markdown</a>.</p>"
     )
+    parts.append(probes)
     return "".join(parts)
 
 

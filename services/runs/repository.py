@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy import delete, func, insert, literal, or_, select, update
 from sqlalchemy.orm import selectinload
 
 from services.models import (
@@ -15,6 +15,7 @@ from services.models import (
     MetricScore,
     MetricScoreHistory,
     Output,
+    PairVerdict,
     Passage,
     Question,
     Rating,
@@ -28,8 +29,8 @@ from services.repository import Repository
 
 _RATING_COLUMNS = ["output_id", "rater_id", "rubric_id", "score", "comment", "created_at", "updated_at"]
 _SCORE_COLUMNS = [
-    "output_id", "metric", "config_key", "config", "k", "value", "reason", "error", "details", "tokens",
-    "latency_ms", "job_id", "created_at", "updated_at",
+    "output_id", "metric", "config_key", "repeat", "config", "k", "value", "reason", "error", "details",
+    "tokens", "latency_ms", "job_id", "created_at", "updated_at",
 ]  # fmt: skip
 
 
@@ -292,6 +293,11 @@ class RunRepository(Repository):
             (MetricScoreHistory, MetricScoreHistory.output_id.in_(output_ids), None),
             (Question, Question.dataset_id.in_(dataset_ids), Question.updated_at),
             (Passage, Passage.question_id.in_(question_ids), None),
+            (
+                PairVerdict,
+                or_(PairVerdict.run_a_id.in_(ids), PairVerdict.run_b_id.in_(ids)),
+                PairVerdict.updated_at,
+            ),
         ]
         version: list[object] = []
         for model, where, updated in parts:

@@ -27,9 +27,11 @@ Intervals resample by question (the outputs of one question are one unit), chose
 - Within-output SD: jackknife-t on log SD, the same way.
 - Raw and corrected r: BCa bootstrap by question (draw questions with replacement, keep all their outputs;
   scipy's BCa formulas via ``services.stats.resampling.bootstrap_limits``, the acceleration from the
-  leave-one-question-out values), every resample recomputing r and both reliabilities; the corrected
-  limits are capped at 1 after. A figure undefined in more than 5 % of the resamples has no interval; the
-  rest are dropped.
+  leave-one-question-out values), every resample recomputing r and both reliabilities, the limits read at
+  the small-sample expanded level 2 Phi(sqrt(G / (G - 1)) t_{G-1}) - 1 (Hesterberg 2015; the main
+  report's Pearson reads its limits there too: the plain BCa fell short with few questions, see
+  docs/statistics.md); the corrected limits are capped at 1 after. A figure undefined in more than 5 % of
+  the resamples has no interval; the rest are dropped.
 
 Failure modes: a figure that cannot be computed (fewer than 3 complete outputs, one repeat only, constant
 scores, a non-positive reliability) is None with an ``undefined_reason``; an interval that cannot (fewer
@@ -49,7 +51,7 @@ from numpy.typing import ArrayLike
 from services.stats.core import FloatArray, check_confidence
 from services.stats.interrater import icc_results
 from services.stats.passfail import Interval
-from services.stats.resampling import bootstrap_limits, jackknife_se
+from services.stats.resampling import bootstrap_limits, expanded_confidence, jackknife_se
 
 # A figure undefined in more resamples than this fraction has no interval.
 MAX_UNDEFINED_FRACTION = 0.05
@@ -338,6 +340,53 @@ def retest(scores: ArrayLike, groups: Sequence[object], confidence: float = 0.95
     )
 
 
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _agreement_figures(xs: FloatArray, hs: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Pearson r of the repeat mean with the mean rating, and r disattenuated for both reliabilities, of
+    each of a stack of samples (``xs``: samples x outputs x repeats, ``hs``: samples x outputs x raters);
+    NaN where undefined (a constant side, fewer than 3 outputs, a reliability not positive)."""
+    k = xs.shape[-1]
+    a, b = xs.mean(axis=-1), hs.mean(axis=-1)
+    da, db = a - a.mean(axis=-1, keepdims=True), b - b.mean(axis=-1, keepdims=True)
+    saa, sbb = (da * da).sum(axis=-1), (db * db).sum(axis=-1)
+    constant = (np.ptp(a, axis=-1) == 0.0) | (np.ptp(b, axis=-1) == 0.0) | (a.shape[-1] < 3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(constant, np.nan, (da * db).sum(axis=-1) / np.sqrt(saa * sbb))
+        msr, msc, mse = _mean_squares(xs)
+        n = xs.shape[-2]
+        den = msr + (k - 1) * mse + k * (msc - mse) / n
+        icc = np.where((den > 0) & np.isfinite(den), (msr - mse) / den, np.nan)
+        rel_m = np.where(icc > -1 / (k - 1), k * icc / (1 + (k - 1) * icc), np.nan)
+        hsr, hsc, hse = _mean_squares(hs)
+        hden = hsr + (hsc - hse) / n
+        rel_h = np.where((hden > 0) & np.isfinite(hden), (hsr - hse) / hden, np.nan)
+        ok = (rel_m > 0) & (rel_h > 0)
+        c = np.where(ok, r / np.sqrt(np.where(ok, rel_m * rel_h, 1.0)), np.nan)
+    return r, c
+
+
+def _resample_figures(
+    x: FloatArray, hr: FloatArray, resamples: list[np.ndarray], chunk: int = 256
+) -> list[tuple[float | None, float | None]]:
+    """(r, uncapped corrected r) of each resample (rows of ``x`` and ``hr``), resamples of one size
+    computed together in stacks of ``chunk``."""
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(resamples)
+    by_size: dict[int, list[int]] = {}
+    for i, idx in enumerate(resamples):
+        by_size.setdefault(idx.size, []).append(i)
+    for members in by_size.values():
+        for start in range(0, len(members), chunk):
+            part = members[start : start + chunk]
+            rows = np.stack([resamples[i] for i in part])
+            r, c = _agreement_figures(x[rows], hr[rows])
+            for i, rv, cv in zip(part, r, c, strict=True):
+                out[i] = (_finite(float(rv)), _finite(float(cv)))
+    return out
+
+
 def corrected_agreement(
     scores: ArrayLike,
     ratings: ArrayLike,
@@ -345,12 +394,14 @@ def corrected_agreement(
     n_resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    expand: bool = True,
 ) -> CorrectedAgreement:
     """Pearson r of the repeat mean (``scores``: outputs x repeats) with the mean rating (``ratings``: raters
     x outputs, the same outputs in the same order) and r / sqrt(ICC(A,k) of raters * Spearman-Brown of the
     repeats), each with a BCa interval by question that recomputes r and both reliabilities per resample
-    (the resamples of ``question_resamples``). Outputs missing a repeat or a rating are left out. Raises
-    ValueError for mismatched shapes or bad arguments."""
+    (the resamples of ``question_resamples``), its limits read at the small-sample expanded level
+    ``expanded_confidence(confidence, G)`` for G questions (``expand``; the plain BCa when False). Outputs
+    missing a repeat or a rating are left out. Raises ValueError for mismatched shapes or bad arguments."""
     _check(n_resamples, confidence)
     x = np.asarray(scores, dtype=float)
     h = np.asarray(ratings, dtype=float)
@@ -367,16 +418,8 @@ def corrected_agreement(
     def figures(rows: np.ndarray | None) -> tuple[float | None, float | None]:
         """(r, uncapped corrected r) on the given rows (all rows when None)."""
         xs, hs = (x, hr) if rows is None else (x[rows], hr[rows])
-        r = _pearson(xs.mean(axis=1), hs.mean(axis=1))
-        icc = icc_a1_value(xs)
-        rel_m = spearman_brown(icc, k) if icc is not None and icc > -1 / (k - 1) else None
-        rel_h = icc_ak_value(hs)
-        c = (
-            disattenuate(r, rel_h, rel_m)
-            if r is not None and rel_h is not None and rel_m is not None
-            else None
-        )
-        return r, c
+        r, c = _agreement_figures(xs[None], hs[None])
+        return _finite(r[0]), _finite(c[0])
 
     reason = None
     if k < 2:
@@ -393,8 +436,11 @@ def corrected_agreement(
     icc = icc_a1_value(x)
     rel_h = icc_ak_value(hr)
     rel_m = spearman_brown(icc, k) if icc is not None and icc > -1 / (k - 1) else None
-    drawn = [figures(idx) for idx in question_resamples(kept, n_resamples, seed)]
-    left = [figures(idx) for idx in question_leave_outs(kept)]
+    drawn = _resample_figures(x, hr, question_resamples(kept, n_resamples, seed))
+    left = _resample_figures(x, hr, question_leave_outs(kept))
+    # The bootstrap's narrowness at few questions (it divides by G where the unbiased variance divides by
+    # G - 1, and reads normal quantiles where t quantiles belong) undone as in the main report's Pearson.
+    level = expanded_confidence(confidence, questions) if expand and questions >= 2 else confidence
     why = None
     if r is None:
         why = "the repeat mean or the mean rating is constant"
@@ -403,10 +449,10 @@ def corrected_agreement(
     return CorrectedAgreement(
         n,
         questions,
-        _bca(r, [d[0] for d in drawn], [v[0] for v in left], confidence, why if r is None else None),
+        _bca(r, [d[0] for d in drawn], [v[0] for v in left], level, why if r is None else None),
         rel_h,
         rel_m,
-        _bca(uncapped, [d[1] for d in drawn], [v[1] for v in left], confidence, why, cap=1.0),
+        _bca(uncapped, [d[1] for d in drawn], [v[1] for v in left], level, why, cap=1.0),
         uncapped is not None and uncapped > 1.0,
         uncapped,
         DISATTENUATION_RULE,

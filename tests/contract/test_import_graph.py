@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "services.deletion",
             "services.metrics",
             "services.otlp",
+            "services.pairjudge",
             "services.rag",
             "services.ratings",
             "services.reports",

@@ -76,6 +76,7 @@ def test_job_responses_are_typed_through() -> None:
         ("post", "/jobs/{job_id}/cancel"),
         ("post", "/jobs/{job_id}/resume"),
         ("post", "/runs/{run_id}/scoring-jobs"),
+        ("post", "/runs/{run_id}/pair-judging-jobs"),
         ("post", "/datasets/{dataset_id}/index"),
         ("post", "/runs/{run_id}/generate"),
     ]
@@ -88,4 +89,4 @@ def test_job_responses_are_typed_through() -> None:
     union = spec["paths"]["/jobs/{job_id}"]["get"]["responses"]["200"]["content"]["application/json"][
         "schema"
     ]
-    assert set(union["discriminator"]["mapping"]) == {"scoring", "index", "generate"}
+    assert set(union["discriminator"]["mapping"]) == {"scoring", "pair_judging", "index", "generate"}

@@ -34,6 +34,7 @@ ID_COLUMNS: dict[str, InstrumentedAttribute[Any]] = {
     "query.run_b": Run.id,
     "TaskCreate.run_id": RatingTask.run_id,
     "TaskCreate.run_b_id": RatingTask.run_b_id,
+    "PairJudgingRequest.run_b": Run.id,
     "Body_import_study.dataset_id": Dataset.id,
 }
 

@@ -109,7 +109,7 @@ def test_every_entry_point_has_every_domains_handlers() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    every = "['generate', 'index', 'scoring']"
+    every = "['generate', 'index', 'pair_judging', 'scoring']"
     assert out.stdout.strip() == f"[] [] {every} {every}"
 
 

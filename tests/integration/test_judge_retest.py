@@ -71,3 +71,25 @@ def test_judge_retest_is_pingouins_icc_with_a_written_jackknife_and_the_threshol
     assert got["opik.moderation"].below_threshold is False and got["opik.noisy"].below_threshold is True
     once = got["opik.hallucination"]
     assert once.icc_a1 is None and once.below_threshold is None and "repeats >= 2" in (once.reason or "")
+
+
+def test_scores_moved_to_history_keep_their_repeat(client: TestClient, engine: Any) -> None:
+    """An answer that changes moves its scores to the history table; each repeat stays told apart there."""
+    from services.models import MetricScoreHistory
+
+    _, run = study(client)
+    judged(engine, run, "opik.moderation", 3, 0.1)
+    with Session(engine) as s:
+        before = {
+            (m.output_id, m.repeat): m.value
+            for m in s.scalars(select(MetricScore).where(MetricScore.metric == "opik.moderation"))
+        }
+    changed = [{"question_id": f"q{i}", "answer": f"a new answer {i}"} for i in range(12)]
+    assert client.post(f"/runs/{run}/outputs", json=changed).status_code == 200
+    with Session(engine) as s:
+        moved = list(
+            s.scalars(select(MetricScoreHistory).where(MetricScoreHistory.metric == "opik.moderation"))
+        )
+        assert s.scalars(select(MetricScore).where(MetricScore.metric == "opik.moderation")).first() is None
+    assert len(moved) == 36
+    assert {(m.output_id, m.repeat): m.value for m in moved} == before

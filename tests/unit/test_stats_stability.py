@@ -186,10 +186,12 @@ def test_corrected_agreement_is_the_written_disattenuation_with_scipys_bca_inter
         i = np.asarray(i, dtype=int)
         return float(np.corrcoef(x[i].mean(axis=1), ratings[:, i].mean(axis=0))[0, 1])
 
+    # Limits read at the small-sample expanded level 2 Phi(sqrt(G / (G - 1)) t_{G-1, 0.975}) - 1, G = 30.
+    level = 2 * scipy.stats.norm.cdf(math.sqrt(30 / 29) * scipy.stats.t.ppf(0.975, 29)) - 1
     for stat, got, cap in ((corrected, res.corrected_r, 1.0), (raw, res.raw_r, math.inf)):
         ci = scipy.stats.bootstrap(
             (np.arange(30),), stat, vectorized=False, n_resamples=100, method="BCa",
-            random_state=np.random.default_rng(11),
+            random_state=np.random.default_rng(11), confidence_level=level,
         ).confidence_interval  # fmt: skip
         assert got.ci_method == "bca"
         assert (got.ci_low, got.ci_high) == pytest.approx((min(ci.low, cap), min(ci.high, cap)), abs=1e-9)
@@ -212,10 +214,18 @@ def test_corrected_agreement_resamples_and_leaves_out_whole_questions() -> None:
     z0 = scipy.stats.norm.ppf((np.sum(draws < r) + np.sum(draws <= r)) / (2 * draws.size))
     u = (loo.size - 1) * (loo.mean() - loo)
     a = np.sum(u**3) / loo.size**3 / (6 * (np.sum(u**2) / loo.size**2) ** 1.5)
-    za = scipy.stats.norm.ppf([0.025, 0.975])
+    # At the expanded level of G = 8 questions: 2 Phi(sqrt(8 / 7) t_{7, 0.975}) - 1.
+    level = 2 * scipy.stats.norm.cdf(math.sqrt(8 / 7) * scipy.stats.t.ppf(0.975, 7)) - 1
+    za = scipy.stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
     probs = scipy.stats.norm.cdf(z0 + (z0 + za) / (1 - a * (z0 + za)))
     assert (res.raw_r.ci_low, res.raw_r.ci_high) == pytest.approx(tuple(np.quantile(draws, probs)), abs=1e-9)
     assert res.n_questions == 8
+    plain = corrected_agreement(x, ratings, groups, n_resamples=120, seed=2, expand=False)
+    za = scipy.stats.norm.ppf([0.025, 0.975])
+    probs = scipy.stats.norm.cdf(z0 + (z0 + za) / (1 - a * (z0 + za)))
+    assert (plain.raw_r.ci_low, plain.raw_r.ci_high) == pytest.approx(
+        tuple(np.quantile(draws, probs)), abs=1e-9
+    )
 
 
 def test_a_correction_beyond_one_is_capped_and_flagged() -> None:
