@@ -1,7 +1,7 @@
 """pairwise judge verdicts in both orders; the repeat index kept with a score's history
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-06 06:30:00.000000
 
 ``pair_verdict`` holds what a pairwise judge said about two runs' answers to one question, asked once with
@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
