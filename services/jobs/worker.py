@@ -169,7 +169,21 @@ class Worker:
                 log.exception("worker %s: loop error", self.worker_id)
                 busy = False
             if not busy:
+                self.release_idle()
                 self._stop.wait(poll)
+
+    def release_idle(self) -> None:
+        """Nothing to do: release the models no batch has used for ``jobs.model_idle_s``."""
+        resources = self.ctx.resources
+        if resources is None:
+            return
+        try:
+            gone = resources.release_models(self.ctx.settings.jobs.model_idle_s)
+        except Exception:
+            log.exception("worker %s: releasing idle models failed", self.worker_id)
+            return
+        if gone:
+            log.info("worker %s released %d idle model(s)", self.worker_id, len(gone))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run_forever, name=self.worker_id, daemon=True)
