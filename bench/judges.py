@@ -75,6 +75,7 @@ API_KEY = "bench-key"
 DECLINED = "Je ne sais pas"
 GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gateway.py)
 BATCH: list[int] = []  # --batch-size, when given (else the service's default)
+LIBRARIES: list[str] = []  # --libraries: those compared one by one
 
 
 # ------------------------------------------------------------------------------------------------ samples
@@ -656,7 +657,7 @@ def service_path(
             reruns = ((without, info_without), (again, info2))
         libs: dict[tuple[str, bool], tuple[dict[str, Any], dict[str, Any], int]] = {}
         if per_library:
-            for lib in ("ragas", "deepeval", "opik", "ragchecker"):
+            for lib in LIBRARIES:
                 names = [n for n in svc.names if n.startswith(lib + ".")]
                 # With the gateway's cache (a refreshed job: identical requests within it sent once), then
                 # without (every request the library makes is sent, as by its own loop).
@@ -1060,6 +1061,8 @@ def library_paths(
     pool = LibraryProcesses(processes)
     try:
         for lib, (n_metrics, _, label) in LIBRARY_PATHS.items():
+            if lib not in LIBRARIES:
+                continue
             forget_requests(judge)
             with watching(judge) as seen:
                 cpu, failed, note = pool.run(lib, items, judge.base_url, conc, tmp, rc_timeout)
@@ -1111,6 +1114,11 @@ def main() -> None:
         help="processes of each library's own loop (0: as many as the service's worker processes)",
     )
     ap.add_argument(
+        "--libraries",
+        default="ragas,deepeval,opik,ragchecker",
+        help="the libraries compared one by one (comma-separated)",
+    )
+    ap.add_argument(
         "--background-load",
         action="store_true",
         help="one extra CPU-bound process (a busy loop) runs during every timed run",
@@ -1118,6 +1126,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.batch_size:
         BATCH.append(args.batch_size)
+    LIBRARIES.extend(x for x in args.libraries.split(",") if x)
     counts = [int(x) for x in str(args.processes).split(",") if x.strip()]
 
     items = demo_items(args.samples)
