@@ -88,9 +88,9 @@ class Resources:
             _stack=stack,
         )
 
-    def release_models(self, idle_s: float) -> list[tuple[Any, ...]]:
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
         """Release the scoring models no batch has used for ``idle_s`` seconds (an idle worker calls it)."""
-        return self.scoring.release_models(idle_s)
+        return self.scoring.release_models(idle_s, trim)
 
     def on_close(self) -> ExitStack:
         """Where an owner registers what must end before these resources do (workers, pools)."""

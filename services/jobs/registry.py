@@ -28,8 +28,9 @@ class WorkerResources(Protocol):
 
     def close(self) -> None: ...
 
-    def release_models(self, idle_s: float) -> list[tuple[Any, ...]]:
-        """Release what no batch has used for ``idle_s`` seconds (called by an idle worker)."""
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
+        """Release what no batch has used for ``idle_s`` seconds (called by an idle worker); ``trim``: also
+        give freed memory back to the system (work just ended)."""
         ...
 
 

@@ -158,16 +158,17 @@ class ScoringResources:
             value: T = self._models[key]
             return value
 
-    def release_models(self, idle_s: float) -> list[tuple[Any, ...]]:
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
         """Drop the models no batch has asked for in the last ``idle_s`` seconds (a batch still running with
-        one keeps its own reference) and return freed memory to the system; the keys dropped."""
+        one keeps its own reference); when one was dropped, or ``trim`` (work just ended), collect garbage and
+        return freed memory to the system. The keys dropped."""
         now = time.monotonic()
         with self._model_lock:
             gone = [key for key, used in self._model_used.items() if now - used >= idle_s]
             for key in gone:
                 del self._models[key]
                 del self._model_used[key]
-        if gone:
+        if gone or trim:
             release_memory()
         return gone
 
