@@ -24,7 +24,8 @@ without stopping them; each sample is given to one component:
 
 Rules, first match from the root of the stack for the first three (a request's whole time in the gateway is
 the gateway's), then from the leaf for the others (JSON parsing inside a library counts as JSON). Figures are
-ms of CPU per judge request (samples x interval / requests): compare the same component on both sides.
+ms of CPU per judge request: the measured CPU time split in the proportions of the samples (py-spy also
+counts threads runnable but waiting for a core); compare the same component on both sides.
 """
 
 from __future__ import annotations
@@ -204,7 +205,10 @@ def _print(
     results: dict[tuple[str, str], tuple[Counter[str], int, float]], libs: list[str], rate: int
 ) -> None:
     print()
-    print("ms of CPU per judge request, by component (py-spy samples); cpu/req = measured process CPU time")
+    print(
+        "ms of CPU per judge request: cpu/req = measured CPU time of the path's processes / judge requests, "
+        "split by component in the proportions of py-spy's samples"
+    )
     print(f"{'library':<11}{'path':<10}{'requests':>9}{'cpu/req':>9}" + "".join(f"{c:>12}" for c in ORDER))
     for lib in libs:
         for path in ("service", "own loop"):
@@ -212,10 +216,13 @@ def _print(
             if found is None:
                 continue
             counts, requests, cpu = found
-            per = 1000 / rate / max(requests, 1)
+            # py-spy also samples threads that are runnable but waiting for a core (a loaded machine): the
+            # shares are its, scaled to the CPU time measured.
+            per_req = cpu * 1000 / max(requests, 1)
+            total = max(sum(counts.values()), 1)
             print(
-                f"{lib:<11}{path:<10}{requests:>9}{cpu * 1000 / max(requests, 1):>9.1f}"
-                + "".join(f"{counts.get(c, 0) * per:>12.2f}" for c in ORDER)
+                f"{lib:<11}{path:<10}{requests:>9}{per_req:>9.2f}"
+                + "".join(f"{counts.get(c, 0) / total * per_req:>12.2f}" for c in ORDER)
             )
 
 
