@@ -4,7 +4,7 @@ takes an ``httpx.AsyncClient``) and pay aiohttp's CPU per request.
 Every judge request the service makes crosses two HTTP clients (a library's SDK to the gateway, the gateway
 to the judge) where a library's own loop crosses one. httpx's own transport (httpcore, h11 in pure Python)
 costs about 1.5 ms of CPU per request on a loopback chat completion of a few kB; aiohttp's (C parser) about
-0.35 ms (bench/judge_profile.py). With this transport the two hops together cost less than the one a
+0.35 ms (bench/judge_transport.py). With this transport the two hops together cost less than the one a
 library makes with httpx.
 
 - At most ``connections`` requests at once: aiohttp's connector holds the others until a connection is
