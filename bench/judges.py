@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -72,9 +73,9 @@ warnings.simplefilter("ignore")
 MODEL = "judge-model"
 API_KEY = "bench-key"
 DECLINED = "Je ne sais pas"
-JUDGE_THREAD = "bench-test-judge"  # the FakeLLM's server thread, renamed when started
 GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gateway.py)
 BATCH: list[int] = []  # --batch-size, when given (else the service's default)
+LIBRARIES: list[str] = []  # --libraries: those compared one by one
 
 
 # ------------------------------------------------------------------------------------------------ samples
@@ -249,45 +250,131 @@ def thread_cpu(name: str) -> float:
     return 0.0
 
 
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ")[0]
+
+
+def _judge_main(conn: Any, latency: float, constant: bool) -> None:
+    """The test judge's own process: serves until told to stop; answers ``state`` / ``mark`` / ``clear``
+    with its request count, requests in flight (and the most since the last mark) and its CPU time."""
+    from tests.fakellm import FakeLLM
+    from tests.judgefake import judge_script
+
+    script = whole_examples(judge_script())
+    if not constant:
+        script = request_specific(script)
+    fake = FakeLLM(script=script, latency_s=latency).start()
+    conn.send(fake.base_url)
+    seen = 0  # requests answered before the last clear
+    while True:
+        cmd = conn.recv()
+        if cmd == "stop":
+            break
+        with fake._lock:
+            if cmd == "mark":
+                fake.max_in_flight = fake.in_flight
+            if cmd == "clear":
+                seen += len(fake.requests)
+                fake.requests.clear()
+            state = {
+                "requests": seen + len(fake.requests),
+                "in_flight": fake.in_flight,
+                "max_in_flight": fake.max_in_flight,
+            }
+        state["cpu"] = time.process_time()
+        conn.send(state)
+    fake.stop()
+    conn.send("stopped")
+
+
+class JudgeProcess:
+    """The loopback test judge in a process of its own: neither path shares a core's GIL with it, and its
+    CPU is counted apart from both (column "judge")."""
+
+    def __init__(self, latency: float, constant: bool) -> None:
+        import multiprocessing
+
+        mp = multiprocessing.get_context("spawn")
+        self._conn, child = mp.Pipe()
+        self._proc = mp.Process(
+            target=_judge_main, args=(child, latency, constant), name="bench-test-judge", daemon=True
+        )
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+        self._lock = threading.Lock()
+
+    def ask(self, cmd: str) -> dict[str, Any]:
+        with self._lock:
+            self._conn.send(cmd)
+            state: dict[str, Any] = self._conn.recv()
+            return state
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception), self._lock:
+            self._conn.send("stop")
+            self._conn.recv()
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+
+SAMPLER = "bench-in-flight"
+
+
 @contextlib.contextmanager
-def watching(fake: Any) -> Iterator[dict[str, Any]]:
-    """Within the block: requests the judge received and their max in flight, wall time, process CPU time
-    and the CPU time of the test judge's own server thread (it runs in this process)."""
-    with fake._lock:
-        start = len(fake.requests)
-        fake.max_in_flight = fake.in_flight
+def watching(judge: JudgeProcess) -> Iterator[dict[str, Any]]:
+    """Within the block: requests the judge received and their max in flight, wall time, this process's CPU
+    time (without the in-flight sampler's own), the judge process's CPU and the load average at the end."""
+    first = judge.ask("mark")
     out: dict[str, Any] = {}
     samples: list[int] = []
     stop = threading.Event()
 
     def sample() -> None:  # the judge's requests in flight, every 0.1 s
         while not stop.wait(0.1):
-            samples.append(fake.in_flight)
+            samples.append(int(judge.ask("state")["in_flight"]))
 
-    sampler = threading.Thread(target=sample, name="bench-in-flight", daemon=True)
-    t0, c0, j0, g0 = time.perf_counter(), time.process_time(), thread_cpu(JUDGE_THREAD), thread_cpu(GATEWAY)
+    sampler = threading.Thread(target=sample, name=SAMPLER, daemon=True)
+    t0, c0, g0 = time.perf_counter(), time.process_time(), thread_cpu(GATEWAY)
     sampler.start()
     try:
         yield out
     finally:
         stop.set()
+        sampler_cpu = thread_cpu(SAMPLER)
         sampler.join()
         # mean in flight per 5 s of the block
         out["timeline"] = [
             sum(samples[i : i + 50]) / len(samples[i : i + 50]) for i in range(0, len(samples), 50)
         ]
         out["wall"] = time.perf_counter() - t0
-        out["cpu"] = time.process_time() - c0
-        out["judge_cpu"] = thread_cpu(JUDGE_THREAD) - j0
+        out["cpu"] = time.process_time() - c0 - sampler_cpu
         out["gateway_cpu"] = thread_cpu(GATEWAY) - g0 if g0 else thread_cpu(GATEWAY)
-        with fake._lock:
-            out["requests"] = len(fake.requests) - start
-            out["in_flight"] = fake.max_in_flight
+        last = judge.ask("state")
+        out["judge_cpu"] = last["cpu"] - first["cpu"]
+        out["requests"] = last["requests"] - first["requests"]
+        out["in_flight"] = last["max_in_flight"]
+        out["load"] = loadavg()
 
 
-def forget_requests(fake: Any) -> None:
-    with fake._lock:
-        fake.requests.clear()
+def forget_requests(judge: JudgeProcess) -> None:
+    judge.ask("clear")
+
+
+def background_load() -> Any:
+    """One extra CPU-bound process (a busy loop) until terminated: the efficiency figure on a machine
+    where something else runs too."""
+    import multiprocessing
+
+    proc = multiprocessing.get_context("spawn").Process(target=_spin, name="bench-background", daemon=True)
+    proc.start()
+    return proc
+
+
+def _spin() -> None:
+    x = 0
+    while True:
+        x = (x * 1103515245 + 12345) % 2**31
 
 
 # ---------------------------------------------------------------------------------------------------- rows
@@ -304,6 +391,7 @@ class Row:
     asked: int | None = None  # calls the metric code made (to the gateway, for the service path)
     note: str = ""
     sub: bool = False
+    load: str = ""  # the 1-minute load average at the end of the run
 
 
 @dataclass
@@ -320,7 +408,7 @@ class Bench:
     def print_table(self) -> None:
         print(
             f"{'path':<44}{'asked':>7}{'requests':>9}{'in flight':>10}{'wall s':>9}{'ideal s':>9}"
-            f"{'effic.':>8}{'cpu s':>8}{'judge':>7}{'cpu/req':>9}{'failed':>11}"
+            f"{'effic.':>8}{'cpu s':>8}{'judge':>7}{'cpu/req':>9}{'failed':>11}{'load':>7}"
         )
         for r in self.rows:
             name = ("  " if r.sub else "") + r.path
@@ -329,7 +417,7 @@ class Bench:
             print(
                 f"{name:<44}{asked:>7}{r.requests:>9}{r.in_flight:>10}{r.wall:>9.1f}"
                 f"{self.ideal(r.requests):>9.1f}{eff:>8.2f}{r.cpu:>8.1f}{r.judge_cpu:>7.1f}"
-                f"{_per_request(r) * 1000:>7.1f}ms{f'{r.failed}/{r.scores}':>11}"
+                f"{_per_request(r) * 1000:>7.1f}ms{f'{r.failed}/{r.scores}':>11}{r.load:>7}"
             )
             if r.note:
                 print(f"{'':<4}{r.note}")
@@ -396,16 +484,19 @@ class Service:
     workers: Any  # WorkerProcesses or None
     run_id: int
     names: list[str]
+    gateway: Any  # JudgeGateway
 
     @property
     def pids(self) -> list[int]:
         return list(self.workers.pids) if self.workers is not None else []
 
 
-def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, processes: int) -> Service:
+def start_service(bench: Bench, judge: JudgeProcess, items: list[Item], tmp: Path, processes: int) -> Service:
     from services.config import JudgeSettings, Settings
     from services.db import make_engine, make_session_factory, upgrade
     from services.jobs.processes import WorkerProcesses
+    from services.judge.gateway import JudgeGateway
+    from services.judge.slots import judge_slots
     from services.metrics import registry
     from services.metrics.resources import ScoringResources
     from services.models import Dataset, Output, Question, RetrievedChunk, Run
@@ -414,13 +505,12 @@ def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, process
     url = f"sqlite:///{tmp / 'bench.db'}"
     upgrade(url)
     factory = make_session_factory(make_engine(url))
-    judge = JudgeSettings(
-        base_url=fake.base_url, model=MODEL, max_concurrency=bench.concurrency, retries=1, timeout_s=60.0
-    )
     settings = Settings(
         database_url=url,
         data_dir=tmp / "data",
-        judge=judge,
+        judge=JudgeSettings(
+            base_url=judge.base_url, model=MODEL, max_concurrency=bench.concurrency, retries=1, timeout_s=60.0
+        ),
         jobs={"worker_processes": processes, **({"scoring_batch_size": BATCH[0]} if BATCH else {})},  # type: ignore[arg-type]
     )
     with factory.begin() as s:
@@ -447,26 +537,30 @@ def start_service(bench: Bench, fake: Any, items: list[Item], tmp: Path, process
             for rank, text in enumerate(items[i].contexts, 1):
                 s.add(RetrievedChunk(output_id=out.id, rank=rank, text=text, location="given"))
         run_id = run.id
-    resources = ScoringResources(settings, factory)
+    # The gateway this process runs as the API process does (ScoringResources starts the same one), owned
+    # here so that its cache can be turned off for the "cache off" rows.
+    gateway = JudgeGateway(settings.judge, factory, shared=judge_slots(settings)).start()
+    resources = ScoringResources(settings, factory, gateway_url=gateway.url)
     workers = None
     if processes:
-        workers = WorkerProcesses(settings, resources.gateway_url(), processes, worker_runtime).start()
+        workers = WorkerProcesses(settings, gateway.url, processes, worker_runtime).start()
         # Library imports are excluded from every wall, the worker processes' too.
         if not workers.wait_ready(600):
             raise SystemExit("the worker processes did not import the judge libraries within 600 s")
     names = [spec.name for spec in registry.CATALOGUE if spec.needs_judge]
-    return Service(settings, factory, resources, workers, run_id, names)
+    return Service(settings, factory, resources, workers, run_id, names, gateway)
 
 
 def stop_service(svc: Service) -> None:
     if svc.workers is not None:
         svc.workers.stop()
     svc.resources.close()
+    svc.gateway.stop()
 
 
 def service_job(
     svc: Service,
-    fake: Any,
+    fake: JudgeProcess,
     k: int,
     names: list[str] | None = None,
     recompute: bool = False,
@@ -485,6 +579,7 @@ def service_job(
     )
     pids = svc.pids
     w0 = _children_cpu(pids)
+    poll_cpu = 0.0
     with watching(fake) as seen:
         with svc.factory.begin() as s:
             created = create_scoring_job(s, svc.settings, svc.run_id, request)
@@ -492,11 +587,17 @@ def service_job(
             Worker(JobContext(svc.factory, svc.settings, svc.resources)).drain()
         else:
             while True:
+                # A client polling the job (a query in this process every 0.2 s): the client's CPU, not the
+                # service's, and set by the wall time rather than the requests; counted apart.
+                t0 = time.thread_time()
                 with svc.factory() as s:
                     status = s.scalar(select(Job.status).where(Job.id == created.id))
+                poll_cpu += time.thread_time() - t0
                 if status in ("done", "failed", "cancelled"):
                     break
-                time.sleep(0.2)  # a client polling the job (each poll is a query in this process)
+                time.sleep(0.2)
+    seen["poll_cpu"] = poll_cpu
+    seen["cpu"] -= poll_cpu
     seen["workers_cpu"] = _children_cpu(pids) - w0
     seen["cpu"] += seen["workers_cpu"]
     with svc.factory() as s:
@@ -551,26 +652,28 @@ def service_path(
     k = len(items[0].contexts)
     try:
         first, info = service_job(svc, fake, k)
-        first["load"] = os.getloadavg()[0]
         forget_requests(fake)
         reruns: Any = None
         if rescore:
             with svc.factory.begin() as s:  # the previous path: no memo to read
                 s.execute(delete(ScoreMemo))
             without, info_without = service_job(svc, fake, k, recompute=True)
-            without["load"] = os.getloadavg()[0]
             forget_requests(fake)
             again, info2 = service_job(svc, fake, k, recompute=True)
-            again["load"] = os.getloadavg()[0]
             forget_requests(fake)
             reruns = ((without, info_without), (again, info2))
-        libs: dict[str, tuple[dict[str, Any], dict[str, Any], int]] = {}
+        libs: dict[tuple[str, bool], tuple[dict[str, Any], dict[str, Any], int]] = {}
         if per_library:
-            for lib in ("ragas", "deepeval", "opik", "ragchecker"):
+            for lib in LIBRARIES:
                 names = [n for n in svc.names if n.startswith(lib + ".")]
-                seen, linfo = service_job(svc, fake, k, names, recompute=True, refresh=True)
-                libs[lib] = (seen, linfo, len(names))
-                forget_requests(fake)
+                # With the gateway's cache (a refreshed job: identical requests within it sent once), then
+                # without (every request the library makes is sent, as by its own loop).
+                for cache in (True, False):
+                    svc.gateway.cache = cache
+                    seen, linfo = service_job(svc, fake, k, names, recompute=True, refresh=True)
+                    libs[(lib, cache)] = (seen, linfo, len(names))
+                    forget_requests(fake)
+                svc.gateway.cache = True
     finally:
         stop_service(svc)
     asked, upstream = _asked(info)
@@ -578,8 +681,9 @@ def service_path(
     note = (
         f"job {info['status']}: {info['total']} scores ({len(svc.names)} metrics x {len(items)} outputs), "
         f"{info['no_value']} without a value; gateway: {asked} calls asked by the libraries, {upstream} sent "
-        f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s; "
-        f"load average (1 min) at its end {first['load']:.1f}; judge requests in flight, mean per 5 s: "
+        f"upstream; CPU: workers {first['workers_cpu']:.1f} s, gateway thread {first['gateway_cpu']:.1f} s, "
+        f"the client's polling (not counted) {first['poll_cpu']:.2f} s; "
+        f"load average (1 min) at its end {first['load']}; judge requests in flight, mean per 5 s: "
         + " ".join(f"{x:.0f}" for x in first["timeline"])
     )
     bench.rows.append(
@@ -594,12 +698,13 @@ def service_path(
             info["failed"],
             asked=asked,
             note=note,
+            load=first["load"],
         )
     )
-    for lib, (seen, linfo, n_metrics) in libs.items():
+    for (lib, cache), (seen, linfo, n_metrics) in libs.items():
         bench.rows.append(
             Row(
-                f"{lib} alone ({n_metrics} metrics, refreshed job)",
+                f"{lib} alone ({n_metrics} metrics), cache {'on' if cache else 'off'}",
                 seen["requests"],
                 seen["in_flight"],
                 seen["wall"],
@@ -610,6 +715,7 @@ def service_path(
                 asked=_asked(linfo)[0],
                 note=f"first error: {linfo['first_error'][lib]}" if lib in linfo["first_error"] else "",
                 sub=True,
+                load=seen["load"],
             )
         )
     bench.reruns.append((processes, first, reruns))
@@ -636,69 +742,96 @@ def memory_path(
 
 
 # ------------------------------------------------------------------------------------------- libraries
-def ragas_path(items: list[Item], base_url: str, concurrency: int, fake: Any) -> tuple[dict[str, Any], int]:
-    import httpx
-    from langchain_community.embeddings import HuggingFaceEmbeddings
-    from langchain_openai import ChatOpenAI
-    from ragas import EvaluationDataset, RunConfig, SingleTurnSample, evaluate
-    from ragas.embeddings import LangchainEmbeddingsWrapper
-    from ragas.llms import LangchainLLMWrapper
-    from ragas.metrics import (
-        FactualCorrectness,
-        Faithfulness,
-        LLMContextPrecisionWithReference,
-        LLMContextRecall,
-        ResponseRelevancy,
-    )
+# Each library's own loop, as a user would write it, run in ``--library-processes`` processes of its own
+# (the samples split between them, the concurrency too: the same judge calls in flight in all, as the
+# gateway's bound gives the service), with keep-alive connections (each SDK's default pool).
 
+
+def ragas_path(
+    items: list[Item], base_url: str, concurrency: int, tmp: Path, timeout: float
+) -> tuple[int, str]:
+    """Ragas' collections metrics (the ones the service runs), ``ascore`` per sample under a semaphore:
+    Ragas documents asyncio for these (the legacy ``evaluate()`` runs other code: LangChain prompts)."""
+    from openai import AsyncOpenAI
+    from ragas.llms import llm_factory
+    from ragas.metrics import collections as rc
+
+    embeddings = _ragas_embeddings()
+
+    async def main() -> list[Any]:
+        # One client, one keep-alive pool (the openai SDK's default limits), no SDK retries (as the service).
+        llm = llm_factory(MODEL, client=AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0))
+        metrics: list[tuple[Any, Callable[[Item], dict[str, Any]]]] = [
+            (
+                rc.Faithfulness(llm=llm),
+                lambda it: {
+                    "user_input": it.question,
+                    "response": it.answer,
+                    "retrieved_contexts": list(it.contexts),
+                },
+            ),
+            (
+                rc.AnswerRelevancy(llm=llm, embeddings=embeddings, strictness=3),
+                lambda it: {"user_input": it.question, "response": it.answer},
+            ),
+            *(
+                (
+                    rc.FactualCorrectness(llm=llm, mode=m),
+                    lambda it: {"response": it.answer, "reference": it.reference},
+                )
+                for m in ("f1", "recall", "precision")
+            ),
+            (
+                rc.ContextPrecisionWithReference(llm=llm),
+                lambda it: {
+                    "user_input": it.question,
+                    "reference": it.reference,
+                    "retrieved_contexts": list(it.contexts),
+                },
+            ),
+            (
+                rc.ContextRecall(llm=llm),
+                lambda it: {
+                    "user_input": it.question,
+                    "retrieved_contexts": list(it.contexts),
+                    "reference": it.reference,
+                },
+            ),
+        ]
+        return await _bounded(concurrency, [(m.ascore, args(it)) for it in items for m, args in metrics])
+
+    values = asyncio.run(main())
+    return sum(1 for v in values if v is None or (isinstance(v, float) and math.isnan(v))), ""
+
+
+@functools.cache
+def _ragas_embeddings() -> Any:
+    from services.metrics.judges import ragas as ragas_adapter
     from services.retrieval import default_model_path
 
-    def judge() -> Any:  # one wrapper per metric group: it mutates n/temperature (docs/judges.md)
-        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
-        return LangchainLLMWrapper(
-            ChatOpenAI(model=MODEL, base_url=base_url, api_key=API_KEY, http_async_client=http)
-        )
+    return ragas_adapter._load_embeddings(default_model_path())
 
-    embeddings = LangchainEmbeddingsWrapper(HuggingFaceEmbeddings(model_name=default_model_path()))
-    metrics = [
-        Faithfulness(),
-        ResponseRelevancy(llm=judge()),
-        *(FactualCorrectness(mode=m) for m in ("f1", "recall", "precision")),
-        LLMContextPrecisionWithReference(),
-        LLMContextRecall(),
-    ]
-    dataset = EvaluationDataset(
-        samples=[
-            SingleTurnSample(
-                user_input=it.question,
-                response=it.answer,
-                retrieved_contexts=list(it.contexts),
-                reference=it.reference,
-            )
-            for it in items
-        ]
-    )
-    with watching(fake) as seen:
-        result = evaluate(
-            dataset,
-            metrics=metrics,
-            llm=judge(),
-            embeddings=embeddings,
-            run_config=RunConfig(max_workers=concurrency),
-            show_progress=False,
-        )
-    frame = result.to_pandas()
-    failed = 0
-    inputs = {"user_input", "retrieved_contexts", "response", "reference"}
-    values = [v for column in frame.columns if column not in inputs for v in frame[column]]
-    failed += len(items) * len(metrics) - len(values)
-    failed += sum(1 for v in values if v is None or (isinstance(v, float) and math.isnan(v)))
-    return seen, failed
+
+async def _bounded(concurrency: int, calls: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[Any]:
+    """Every call at once under a semaphore (each metric call on one sample); None for a failure."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        async with limit:
+            try:
+                return (await fn(**kwargs)).value
+            except Exception:
+                return None
+
+    return await asyncio.gather(*(one(fn, kw) for fn, kw in calls))
 
 
 def deepeval_path(
-    items: list[Item], base_url: str, concurrency: int, fake: Any, tmp: Path
-) -> tuple[dict[str, Any], int]:
+    items: list[Item], base_url: str, concurrency: int, tmp: Path, timeout: float
+) -> tuple[int, str]:
+    """DeepEval's ``evaluate`` with ``LocalModel``; its ``max_concurrent`` bounds test cases, not calls, so
+    the model's calls are bounded to ``concurrency`` in flight as well (what the gateway does for the
+    service). LocalModel builds a new OpenAI client per call: that is the library's own cost."""
     from deepeval import evaluate
     from deepeval.evaluate import AsyncConfig, DisplayConfig, ErrorConfig
     from deepeval.metrics import (
@@ -712,7 +845,16 @@ def deepeval_path(
     from deepeval.models import LocalModel
     from deepeval.test_case import LLMTestCase
 
-    judge = LocalModel(model=MODEL, base_url=base_url, api_key=API_KEY, temperature=0)
+    class Bounded(LocalModel):  # type: ignore[misc,no-untyped-call]
+        _limit: asyncio.Semaphore | None = None
+
+        async def a_generate(self, *args: Any, **kwargs: Any) -> Any:
+            if self._limit is None:
+                self._limit = asyncio.Semaphore(concurrency)
+            async with self._limit:
+                return await super().a_generate(*args, **kwargs)
+
+    judge = Bounded(model=MODEL, base_url=base_url, api_key=API_KEY, temperature=0)
     classes = (
         HallucinationMetric,
         AnswerRelevancyMetric,
@@ -733,11 +875,11 @@ def deepeval_path(
         for it in items
     ]
     cwd = Path.cwd()
-    work = tmp / "deepeval-cwd"  # evaluate() writes ./.deepeval/ in the working directory
-    work.mkdir(exist_ok=True)
+    work = tmp / f"deepeval-cwd-{os.getpid()}"  # evaluate() writes ./.deepeval/ in the working directory
+    work.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
     try:
-        with watching(fake) as seen, contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()):
             result = evaluate(
                 cases,
                 metrics,
@@ -748,11 +890,12 @@ def deepeval_path(
     finally:
         os.chdir(cwd)
     done = [md for tr in result.test_results for md in (tr.metrics_data or [])]
-    failed = sum(1 for md in done if md.error or md.score is None) + len(items) * len(classes) - len(done)
-    return seen, failed
+    return sum(1 for md in done if md.error or md.score is None) + len(items) * len(classes) - len(done), ""
 
 
-def opik_path(items: list[Item], base_url: str, concurrency: int, fake: Any) -> tuple[dict[str, Any], int]:
+def opik_path(
+    items: list[Item], base_url: str, concurrency: int, tmp: Path, timeout: float
+) -> tuple[int, str]:
     from opik.evaluation.metrics import (
         AnswerRelevance,
         ContextPrecision,
@@ -765,54 +908,33 @@ def opik_path(items: list[Item], base_url: str, concurrency: int, fake: Any) -> 
 
     judge = LiteLLMChatModel(model_name=f"openai/{MODEL}", base_url=base_url, api_key=API_KEY, track=False)
     kw: dict[str, Any] = {"model": judge, "track": False}
-    metrics = [
-        (Hallucination(**kw), lambda it: {"input": it.question, "output": it.answer, "context": it.contexts}),
+    full = lambda it: {  # noqa: E731
+        "input": it.question,
+        "output": it.answer,
+        "expected_output": it.reference,
+        "context": list(it.contexts),
+    }
+    metrics: list[tuple[Any, Callable[[Item], dict[str, Any]]]] = [
+        (
+            Hallucination(**kw),
+            lambda it: {"input": it.question, "output": it.answer, "context": list(it.contexts)},
+        ),
         (Moderation(**kw), lambda it: {"output": it.answer}),
         (
             AnswerRelevance(**kw),
-            lambda it: {"input": it.question, "output": it.answer, "context": it.contexts},
+            lambda it: {"input": it.question, "output": it.answer, "context": list(it.contexts)},
         ),
         (Usefulness(**kw), lambda it: {"input": it.question, "output": it.answer}),
-        *(
-            (
-                cls(**kw),
-                lambda it: {
-                    "input": it.question,
-                    "output": it.answer,
-                    "expected_output": it.reference,
-                    "context": it.contexts,
-                },
-            )
-            for cls in (ContextPrecision, ContextRecall)
-        ),
+        (ContextPrecision(**kw), full),
+        (ContextRecall(**kw), full),
     ]
-
-    async def main() -> list[Any]:
-        limit = asyncio.Semaphore(concurrency)
-
-        async def one(metric: Any, kwargs: dict[str, Any]) -> Any:
-            async with limit:
-                try:
-                    return (await metric.ascore(**kwargs)).value
-                except Exception:
-                    return None
-
-        return await asyncio.gather(
-            *(
-                one(m, {k: list(v) if k == "context" else v for k, v in args(it).items()})
-                for it in items
-                for m, args in metrics
-            )
-        )
-
-    with watching(fake) as seen:
-        values = asyncio.run(main())
-    return seen, sum(1 for v in values if v is None)
+    values = asyncio.run(_bounded(concurrency, [(m.ascore, args(it)) for it in items for m, args in metrics]))
+    return sum(1 for v in values if v is None), ""
 
 
 def ragchecker_path(
-    items: list[Item], base_url: str, concurrency: int, fake: Any, timeout_s: float
-) -> tuple[dict[str, Any], int, str]:
+    items: list[Item], base_url: str, concurrency: int, tmp: Path, timeout_s: float
+) -> tuple[int, str]:
     from ragchecker import RAGChecker, RAGResults
     from ragchecker.metrics import all_metrics
 
@@ -852,84 +974,124 @@ def ragchecker_path(
     # refchecker loops forever (while True + sleep 10) on any API error: run it in a daemon thread, abandoned
     # on timeout.
     worker = threading.Thread(target=target, name="ragchecker-bench", daemon=True)
-    with watching(fake) as seen:
-        worker.start()
-        worker.join(timeout_s)
+    worker.start()
+    worker.join(timeout_s)
     scores = len(items) * 11
     if worker.is_alive():
-        return (
-            seen,
-            scores,
-            f"timed out after {timeout_s:.0f} s (abandoned; it may still be calling the judge)",
-        )
+        return scores, f"timed out after {timeout_s:.0f} s (abandoned; it may still be calling the judge)"
     if "error" in box:
-        return seen, scores, f"failed: {type(box['error']).__name__}: {box['error']}"[:200]
+        return scores, f"failed: {type(box['error']).__name__}: {box['error']}"[:200]
     nan = sum(
         1
         for group in box["metrics"].values()
         for v in group.values()
         if v is None or (isinstance(v, float) and math.isnan(v))
     )
-    return seen, 0, f"{nan} NaN batch means" if nan else ""
+    return 0, f"{nan} NaN batch means" if nan else ""
 
 
-def library_paths(bench: Bench, fake: Any, items: list[Item], tmp: Path, rc_timeout: float) -> None:
-    base_url, conc, n = fake.base_url, bench.concurrency, len(items)
-    runs: list[tuple[str, int, Callable[[], tuple[Any, ...]]]] = [
-        (
-            f"ragas evaluate(), max_workers={conc}",
-            7,
-            lambda: ragas_path(items, base_url, conc, fake),
-        ),
-        (
-            f"deepeval evaluate(), max_concurrent={conc}",
-            6,
-            lambda: deepeval_path(items, base_url, conc, fake, tmp),
-        ),
-        (
-            f"opik ascore, Semaphore({conc})",
-            6,
-            lambda: opik_path(items, base_url, conc, fake),
-        ),
-        (
-            f"ragchecker evaluate(all), batch sizes {conc}",
-            11,
-            lambda: ragchecker_path(items, base_url, conc, fake, rc_timeout),
-        ),
-    ]
-    for name, n_metrics, fn in runs:
-        forget_requests(fake)
+LIBRARY_PATHS: dict[str, tuple[int, Callable[..., tuple[int, str]], str]] = {
+    "ragas": (7, ragas_path, "ragas collections ascore, Semaphore"),
+    "deepeval": (6, deepeval_path, "deepeval evaluate(), calls bounded"),
+    "opik": (6, opik_path, "opik ascore, Semaphore"),
+    "ragchecker": (11, ragchecker_path, "ragchecker evaluate(all), batch sizes"),
+}
+
+
+def _library_main(conn: Any) -> None:
+    """One process of a library's own loop: imports every library first, then runs what it is sent and
+    answers with its own CPU time for the run (every thread of the process), the failures and a note."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        warm_up()
+        _ragas_embeddings()
+    conn.send("ready")
+    while True:
+        cmd = conn.recv()
+        if cmd is None:
+            break
+        lib, items, base_url, concurrency, tmp, timeout = cmd
+        n_metrics, fn, _ = LIBRARY_PATHS[lib]
+        c0 = time.process_time()
         try:
-            seen, failed, *rest = fn()
+            failed, note = fn(items, base_url, concurrency, tmp, timeout)
         except Exception as exc:
+            failed, note = len(items) * n_metrics, f"could not run: {exc!r}"[:300]
+        conn.send((time.process_time() - c0, failed, note))
+
+
+class LibraryProcesses:
+    """``count`` processes that each run a share of the samples through a library's own loop."""
+
+    def __init__(self, count: int) -> None:
+        import multiprocessing
+
+        mp = multiprocessing.get_context("spawn")
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        for i in range(max(1, count)):
+            conn, child = mp.Pipe()
+            proc = mp.Process(target=_library_main, args=(child,), name=f"bench-library-{i}", daemon=True)
+            proc.start()
+            self.conns.append(conn)
+            self.procs.append(proc)
+        for conn in self.conns:  # imports and model loads, before any timing
+            conn.recv()
+
+    def run(
+        self, lib: str, items: list[Item], base_url: str, concurrency: int, tmp: Path, timeout: float
+    ) -> tuple[float, int, str]:
+        n = len(self.conns)
+        each = max(1, concurrency // n)
+        for i, conn in enumerate(self.conns):
+            conn.send((lib, items[i::n], base_url, each, tmp, timeout))
+        cpu, failed, notes = 0.0, 0, []
+        for conn in self.conns:
+            c, f, note = conn.recv()
+            cpu, failed = cpu + c, failed + f
+            if note:
+                notes.append(note)
+        return cpu, failed, "; ".join(notes)
+
+    def stop(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(Exception):
+                conn.send(None)
+        for proc in self.procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def library_paths(
+    bench: Bench, judge: JudgeProcess, items: list[Item], tmp: Path, rc_timeout: float, processes: int
+) -> None:
+    conc, n = bench.concurrency, len(items)
+    pool = LibraryProcesses(processes)
+    try:
+        for lib, (n_metrics, _, label) in LIBRARY_PATHS.items():
+            if lib not in LIBRARIES:
+                continue
+            forget_requests(judge)
+            with watching(judge) as seen:
+                cpu, failed, note = pool.run(lib, items, judge.base_url, conc, tmp, rc_timeout)
+            each = max(1, conc // processes)
             bench.rows.append(
                 Row(
-                    name,
-                    0,
-                    0,
-                    0.0,
-                    0.0,
-                    0.0,
+                    f"{label} {each} x {processes} proc.",
+                    seen["requests"],
+                    seen["in_flight"],
+                    seen["wall"],
+                    cpu + seen["cpu"],
+                    seen["judge_cpu"],
                     n * n_metrics,
-                    n * n_metrics,
-                    note=f"could not run: {exc!r}"[:300],
+                    failed,
+                    note=note,
+                    load=seen["load"],
                 )
             )
-            continue
-        note = rest[0] if rest else ""
-        row = Row(
-            name,
-            seen["requests"],
-            seen["in_flight"],
-            seen["wall"],
-            seen["cpu"],
-            seen["judge_cpu"],
-            n * n_metrics,
-            failed,
-            note=note,
-        )
-        bench.rows.append(row)
-        forget_requests(fake)
+    finally:
+        pool.stop()
+        forget_requests(judge)
 
 
 # ------------------------------------------------------------------------------------------------- main
@@ -953,31 +1115,39 @@ def main() -> None:
     ap.add_argument(
         "--constant-answers", action="store_true", help="the test judge's answers unchanged (see the doc)"
     )
+    ap.add_argument(
+        "--library-processes",
+        type=int,
+        default=0,
+        help="processes of each library's own loop (0: as many as the service's worker processes)",
+    )
+    ap.add_argument(
+        "--libraries",
+        default="ragas,deepeval,opik,ragchecker",
+        help="the libraries compared one by one (comma-separated)",
+    )
+    ap.add_argument(
+        "--background-load",
+        action="store_true",
+        help="one extra CPU-bound process (a busy loop) runs during every timed run",
+    )
     args = ap.parse_args()
     if args.batch_size:
         BATCH.append(args.batch_size)
+    LIBRARIES.extend(x for x in args.libraries.split(",") if x)
     counts = [int(x) for x in str(args.processes).split(",") if x.strip()]
-
-    from tests.fakellm import FakeLLM
-    from tests.judgefake import judge_script
 
     items = demo_items(args.samples)
     tmp = Path(tempfile.mkdtemp(prefix="bench-judges-"))
     warm = warm_up()
-    script = whole_examples(judge_script())
-    if not args.constant_answers:
-        script = request_specific(script)
-    fake = FakeLLM(script=script, latency_s=args.latency).start()
-    # The test judge's server thread (tests/live.py's Served, or the thread of older FakeLLMs).
-    server = getattr(fake, "_thread", None) or getattr(getattr(fake, "_served", None), "_thread", None)
-    if server is not None:
-        server.name = JUDGE_THREAD
+    fake = JudgeProcess(args.latency, args.constant_answers)
+    spinner = background_load() if args.background_load else None
     bench = Bench(args.latency, args.concurrency)
     words = sum(len(it.answer.split()) for it in items) / len(items)
     ctx_words = sum(len(c.split()) for it in items for c in it.contexts) / (
         len(items) * len(items[0].contexts)
     )
-    load = os.getloadavg()
+    load = loadavg()
     print(
         f"{len(items)} samples (data/demo, French text, dataset language 'en'): answers ~{words:.0f} words, "
         f"{len(items[0].contexts)} contexts of ~{ctx_words:.0f} words each"
@@ -985,12 +1155,14 @@ def main() -> None:
     print(
         f"loopback judge: {args.latency * 1000:.0f} ms per request, concurrency {args.concurrency}, "
         f"{'constant' if args.constant_answers else 'request-specific'} answers; {os.cpu_count()} CPUs, load "
-        f"average {load[0]:.1f} / {load[1]:.1f} at start; imports and model loads before timing: {warm:.1f} s"
+        f"average {load} at start; imports and model loads before timing: {warm:.1f} s; background load: "
+        f"{'one busy process' if spinner else 'none'}"
     )
     print(
-        "ideal = requests x latency / concurrency; efficiency = ideal / wall; cpu = CPU time of this process "
-        "and the worker processes, of which judge = the test judge's server thread (same process); "
-        "cpu/req = (cpu - judge) / requests"
+        "ideal = requests x latency / concurrency; efficiency = ideal / wall; cpu = CPU time of every "
+        "process of the path (service: this process, the API's role with the gateway, + the worker "
+        "processes; library: its own processes), never the test judge's (its own process, column judge); "
+        "cpu/req = cpu / requests; load = 1-minute load average at the end of the run"
     )
     print()
     rss: list[float] = []
@@ -1007,13 +1179,17 @@ def main() -> None:
                 rescore=not args.skip_rescore,
             )
         if not args.skip_libraries:
-            library_paths(bench, fake, items, tmp, args.ragchecker_timeout)
+            library_paths(
+                bench, fake, items, tmp, args.ragchecker_timeout, args.library_processes or max(1, counts[0])
+            )
         if args.memory_jobs:
             print(f"memory: {args.memory_jobs} jobs of {args.memory_samples} samples x every judge metric")
             rss = memory_path(
                 bench, fake, items[: args.memory_samples], tmp / "memory", counts[0], args.memory_jobs
             )
     finally:
+        if spinner is not None:
+            spinner.kill()
         fake.stop()
         shutil.rmtree(tmp, ignore_errors=True)  # the database, RAGChecker checkpoints, DeepEval's cwd
     bench.print_table()
@@ -1025,7 +1201,7 @@ def main() -> None:
             print(
                 f"  first scoring: wall {row.wall:.1f} s vs ideal {bench.ideal(row.requests):.1f} s: "
                 f"{row.wall / bench.ideal(row.requests):.2f} x ideal (efficiency "
-                f"{bench.ideal(row.requests) / row.wall:.2f}); load average at its end {first['load']:.1f}"
+                f"{bench.ideal(row.requests) / row.wall:.2f}); load average at its end {first['load']}"
             )
         if reruns is None:
             continue
@@ -1041,7 +1217,7 @@ def main() -> None:
                 f"  {label}: {seen['requests']} judge requests, wall {seen['wall']:.1f} s = "
                 f"{seen['wall'] / row.wall:.2f} x the first scoring, cpu {seen['cpu']:.1f} s; gateway: "
                 f"{calls} calls asked, {hits} cache hits; score memo hits {memo}; "
-                f"{info['failed']}/{info['total']} failed; load average at its end {seen['load']:.1f}"
+                f"{info['failed']}/{info['total']} failed; load average at its end {seen['load']}"
             )
         print(
             f"  re-score with / without the memo: wall {again['wall'] / without['wall']:.2f}, "
@@ -1063,16 +1239,19 @@ def main() -> None:
             f"{service.wall / total:.2f}; requests {service.requests} / {reqs} = "
             f"{service.requests / reqs:.2f}"
         )
-        subs = {r.path.split(" ", 1)[0]: r for r in bench.rows if r.sub}
+        subs = {r.path.split(" ", 1)[0] + r.path[-3:]: r for r in bench.rows if r.sub}
+        print("per library, CPU per judge request, service / the library's own loop:")
         for r in libs:
             lib = r.path.split(" ", 1)[0]
-            mine = subs.get(lib)
-            if mine is not None and r.wall > 0:
-                print(
-                    f"  {lib}: service {mine.wall:.1f} s vs own loop {r.wall:.1f} s "
-                    f"({mine.wall / r.wall:.2f}); cpu/request service {_per_request(mine) * 1000:.1f} ms "
-                    f"vs own {_per_request(r) * 1000:.1f} ms"
-                )
+            for cache in ("off", " on"):
+                mine = subs.get(lib + cache)
+                if mine is not None and r.requests and mine.requests:
+                    mine_ms, own_ms = _per_request(mine) * 1000, _per_request(r) * 1000
+                    print(
+                        f"  {lib:<11} gateway cache {cache.strip():<3}: {mine_ms:5.1f} ms vs "
+                        f"{own_ms:5.1f} ms = {mine_ms / own_ms:.2f} x; requests {mine.requests} vs "
+                        f"{r.requests}; wall {mine.wall:.1f} vs {r.wall:.1f} s; load {mine.load} / {r.load}"
+                    )
     print(f"cpu per judge request, whole service job: {_per_request(service) * 1000:.1f} ms")
     if rss:
         print(
@@ -1083,7 +1262,7 @@ def main() -> None:
 
 
 def _per_request(row: Row) -> float:
-    return (row.cpu - row.judge_cpu) / row.requests if row.requests else float("nan")
+    return row.cpu / row.requests if row.requests else float("nan")
 
 
 if __name__ == "__main__":

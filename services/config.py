@@ -116,6 +116,9 @@ class JobSettings(BaseModel):
     # should hold many outputs times every metric. A job is cut into equal batches, a multiple of the
     # number of workers, none larger than this.
     scoring_batch_size: int = Field(default=512, ge=1, le=100_000)
+    # A worker that finds no work releases the models (embeddings, BERTScore) no batch has used for this
+    # long, and hands the memory it freed back to the system; the next batch that needs one loads it again.
+    model_idle_s: float = Field(default=300.0, ge=0)
 
 
 class ScoringSettings(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -87,6 +88,10 @@ class Resources:
             llm=llm,
             _stack=stack,
         )
+
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
+        """Release the scoring models no batch has used for ``idle_s`` seconds (an idle worker calls it)."""
+        return self.scoring.release_models(idle_s, trim)
 
     def on_close(self) -> ExitStack:
         """Where an owner registers what must end before these resources do (workers, pools)."""

@@ -13,7 +13,7 @@ import importlib
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -27,6 +27,11 @@ class WorkerResources(Protocol):
     own resources."""
 
     def close(self) -> None: ...
+
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
+        """Release what no batch has used for ``idle_s`` seconds (called by an idle worker); ``trim``: also
+        give freed memory back to the system (work just ended)."""
+        ...
 
 
 class JobHandler(Protocol):

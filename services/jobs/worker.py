@@ -162,14 +162,32 @@ class Worker:
     def run_forever(self, poll_s: float | None = None) -> None:
         poll = poll_s if poll_s is not None else self.ctx.settings.jobs.poll_interval_s
         log.info("worker %s started", self.worker_id)
+        worked = False
         while not self._stop.is_set():
             try:
                 busy = self.run_once()
             except Exception:
                 log.exception("worker %s: loop error", self.worker_id)
                 busy = False
+            worked = worked or busy
             if not busy:
+                self.release_idle(trim=worked)
+                worked = False
                 self._stop.wait(poll)
+
+    def release_idle(self, trim: bool = False) -> None:
+        """Nothing to do: release the models no batch has used for ``jobs.model_idle_s``; after work
+        (``trim``), also the memory the batches freed."""
+        resources = self.ctx.resources
+        if resources is None:
+            return
+        try:
+            gone = resources.release_models(self.ctx.settings.jobs.model_idle_s, trim)
+        except Exception:
+            log.exception("worker %s: releasing idle models failed", self.worker_id)
+            return
+        if gone:
+            log.info("worker %s released %d idle model(s)", self.worker_id, len(gone))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run_forever, name=self.worker_id, daemon=True)

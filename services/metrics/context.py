@@ -49,6 +49,9 @@ class JudgeSession:
     # refreshed job asks the judge again once, then reads what it just wrote like any other job.
     refreshed: set[str] = field(default_factory=set)
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # What one metric of the batch computed for its companions, by name (RAGChecker's pass over a
+    # checkpoint): they read it here instead of from the file. Dropped with the session.
+    results: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] | None = None
 
     def base_url(self, metric: str, scope: str = "-") -> str:
@@ -63,57 +66,15 @@ class JudgeSession:
 
 def bounded_transport(connections: int) -> httpx.AsyncBaseTransport:
     """An httpx transport that never has more than ``connections`` requests at once, the others waiting
-    their turn on a semaphore before they reach the connection pool.
+    their turn for a connection (``services.judge.transport``: aiohttp underneath).
 
-    httpcore 1.0.9's pool does work quadratic in its connections on every request and every response
-    (``AsyncConnectionPool._assign_requests_to_connections`` counts all connections once per idle one, and
-    every queued request scans them all): with one connection per sample in flight (about a hundred, most
-    of them waiting at the gateway for a judge slot) that was 18 % of a worker process's CPU (py-spy). The
-    gateway's bound decides how many judge calls run; a few times that many waiting in each process keeps it
-    busy, and the pool stays small with nothing queued inside it."""
-    import httpx
+    httpcore 1.0.9's pool does work quadratic in its connections on every request and every response, and
+    httpcore + h11 cost about 1.5 ms of CPU per judge request: with one connection per sample in flight
+    that was a fifth of a worker process's CPU (py-spy). The gateway's bound decides how many judge calls
+    run; a few times that many waiting in each process keeps it busy, and the pool stays small."""
+    from services.judge.transport import AiohttpTransport
 
-    class Released(httpx.AsyncByteStream):
-        def __init__(self, stream: Any, slots: asyncio.Semaphore) -> None:
-            self._stream, self._slots, self._open = stream, slots, True
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for chunk in self._stream:
-                yield chunk
-
-        async def aclose(self) -> None:
-            try:
-                await self._stream.aclose()
-            finally:
-                if self._open:
-                    self._open = False
-                    self._slots.release()
-
-    class Bounded(httpx.AsyncBaseTransport):
-        def __init__(self) -> None:
-            limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-            self._inner = httpx.AsyncHTTPTransport(limits=limits)
-            self._slots = asyncio.Semaphore(connections)
-
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            await self._slots.acquire()
-            try:
-                response = await self._inner.handle_async_request(request)
-            except BaseException:
-                self._slots.release()
-                raise
-            # httpx closes every response's stream (after reading it, or on any error while reading).
-            return httpx.Response(
-                status_code=response.status_code,
-                headers=response.headers,
-                stream=Released(response.stream, self._slots),
-                extensions=response.extensions,
-            )
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return Bounded()
+    return AiohttpTransport(connections)
 
 
 @asynccontextmanager

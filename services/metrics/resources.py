@@ -5,8 +5,9 @@
 - the judge gateway: an external one (``gateway_url``: the API's own, for worker processes; any URL for
   workers elsewhere) or one this object starts for its settings' judge when first needed and stops on close
   (restarted if the judge configuration changes);
-- thread pools and a keep-alive HTTP client for libraries that block (RAGChecker), and loaded models
-  (embeddings, BERTScore).
+- thread pools and a keep-alive HTTP client for libraries that block, and loaded models (embeddings,
+  BERTScore), each released when no batch has used it for ``jobs.model_idle_s`` (``release_models``, called
+  by an idle worker).
 
 Nothing here is a module global: two apps in one process (tests) have two of these.
 """
@@ -16,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ctypes
+import gc
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +54,7 @@ class ScoringResources:
         self._threads: dict[str, ThreadPoolExecutor] = {}
         self._http: dict[str, httpx.Client] = {}
         self._models: dict[tuple[Any, ...], Any] = {}
+        self._model_used: dict[tuple[Any, ...], float] = {}
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
         # An engine of these resources' own, for the judge cache when no session factory was given (tools,
@@ -149,8 +154,23 @@ class ScoringResources:
         with self._model_lock:
             if key not in self._models:
                 self._models[key] = load()
+            self._model_used[key] = time.monotonic()
             value: T = self._models[key]
             return value
+
+    def release_models(self, idle_s: float, trim: bool = False) -> list[tuple[Any, ...]]:
+        """Drop the models no batch has asked for in the last ``idle_s`` seconds (a batch still running with
+        one keeps its own reference); when one was dropped, or ``trim`` (work just ended), collect garbage and
+        return freed memory to the system. The keys dropped."""
+        now = time.monotonic()
+        with self._model_lock:
+            gone = [key for key, used in self._model_used.items() if now - used >= idle_s]
+            for key in gone:
+                del self._models[key]
+                del self._model_used[key]
+        if gone or trim:
+            release_memory()
+        return gone
 
     # ----------------------------------------------------------------------------------------------- close
     def close(self) -> None:
@@ -178,6 +198,14 @@ class ScoringResources:
         self._models.clear()
         if self._engine is not None:
             self._engine.dispose()
+
+
+def release_memory() -> None:
+    """Collect garbage and give the heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    more elsewhere): what a long-lived worker freed stops counting in its resident memory."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 async def _cancel_pending() -> None:

@@ -205,58 +205,70 @@ class JudgeCallError(ValueError):
 
 @dataclass
 class _Run:
-    """What one scoring call shares between its samples: the judge client (a keep-alive pool of its own, as
-    refchecker calls from threads), the process's thread pools, and the samples' cancel flags."""
+    """What one scoring call shares between its samples: the judge client (the batch's keep-alive pool to
+    the gateway) and the event loop it runs on, the thread pool refchecker runs in, and the samples' cancel
+    flags."""
 
-    client: Any
-    calls: ThreadPoolExecutor
+    client: Any  # openai.AsyncOpenAI
+    loop: asyncio.AbstractEventLoop
     samples: ThreadPoolExecutor
     own_pools: bool
-    own_http: bool = True  # False: the client's HTTP pool is the process's (ScoringResources.http)
     cancels: list[threading.Event] = field(default_factory=list)
 
 
 class _BatchCaller:
     """refchecker's ``custom_llm_api_func``: a batch of prompts -> one answer each, or an exception.
 
-    The prompts of a batch go out in parallel on the run's call pool (its size bounds this adapter's calls in
-    flight); the first failure cancels the calls not yet started and is raised, so RAGChecker stops at once
-    instead of retrying (its own client loops forever on API errors).
+    refchecker calls it from a thread; the prompts of a batch go out in parallel as tasks of the scoring
+    loop, on the batch's HTTP pool to the gateway (its connections bound the calls in flight): no thread and
+    no blocking client per call. The first failure cancels the calls still running and is raised, so
+    RAGChecker stops at once instead of retrying (its own client loops forever on API errors).
     """
 
     def __init__(
         self,
         client: Any,
         model: str,
-        pool: ThreadPoolExecutor,
+        loop: asyncio.AbstractEventLoop,
         cancelled: threading.Event,
         max_tokens: int,
         temperature: float,
         labels: bool,
         scope: str,
     ) -> None:
-        self.client, self.model, self.pool, self.cancelled = client, model, pool, cancelled
+        self.client, self.model, self.loop, self.cancelled = client, model, loop, cancelled
         self.max_tokens, self.temperature, self.labels = max_tokens, temperature, labels
         self.headers = {SCOPE_HEADER: scope}
 
     def __call__(self, batch: list[str]) -> list[str]:
-        futures: list[Future[str]] = [self.pool.submit(self._one, p) for p in batch]
-        _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        futures: list[Future[str]] = [
+            asyncio.run_coroutine_threadsafe(self._one(p), self.loop) for p in batch
+        ]
+        pending: set[Future[str]] = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+            if any(not f.cancelled() and f.exception() is not None for f in done):
+                break
+            # Abandoned, or the loop is gone (shutting down): this thread must not wait for ever.
+            if pending and (self.cancelled.is_set() or self.loop.is_closed() or not self.loop.is_running()):
+                break
         for f in pending:
             f.cancel()
         for f in futures:
             exc = f.exception() if f.done() and not f.cancelled() else None
             if exc is not None:
                 raise exc
+        if pending:
+            raise TimeoutError("the sample was abandoned (timeout or end of the batch)")
         return [f.result() for f in futures]
 
-    def _one(self, prompt: str) -> str:
+    async def _one(self, prompt: str) -> str:
         import openai
 
         if self.cancelled.is_set():
             raise TimeoutError("the sample was abandoned (timeout or end of the batch)")
         try:
-            resp = self.client.chat.completions.create(
+            resp = await self.client.chat.completions.create(
                 model=self.model,
                 messages=[{"role": "user", "content": prompt}],
                 temperature=self.temperature,
@@ -375,29 +387,23 @@ class Adapter(JudgeAdapter):
         await in_thread(_library)
         workers = 2 * max(1, ctx.settings.judge.max_concurrency)
         own = ctx.resources is None
-        http = None
         if own:
-            calls = ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-call")
             sample_pool = ThreadPoolExecutor(workers, thread_name_prefix="ragchecker-sample")
         else:
             assert ctx.resources is not None
-            calls = ctx.resources.threads("ragchecker-call", workers)
             sample_pool = ctx.resources.threads("ragchecker-sample", workers)
-            # The process's keep-alive pool: a client of its own per call built an SSL context and a pool
-            # for each of the eleven metrics of every batch (py-spy: 2.4 % of a worker's samples).
-            http = ctx.resources.http("ragchecker", workers)
         return _Run(
-            client=openai.OpenAI(
+            # On the batch's keep-alive pool to the gateway (not closed here: it belongs to the session).
+            client=openai.AsyncOpenAI(
                 base_url=self.base_url(ctx),
                 api_key="ragmeta-gateway",  # the gateway holds the real key
                 max_retries=0,
                 timeout=self.sample_timeout_s(ctx),
-                http_client=http,
+                http_client=self.session(ctx).http,
             ),
-            calls=calls,
+            loop=asyncio.get_running_loop(),
             samples=sample_pool,
             own_pools=own,
-            own_http=http is None,
         )
 
     async def release(self, shared: Any) -> None:
@@ -406,9 +412,6 @@ class Adapter(JudgeAdapter):
             cancel.set()
         if run.own_pools:
             run.samples.shutdown(wait=False, cancel_futures=True)
-            run.calls.shutdown(wait=False, cancel_futures=True)
-        if run.own_http:
-            run.client.close()
 
     async def score_one(self, sample: Sample, ctx: ScoringContext, shared: Any) -> SampleScore:
         run: _Run = shared
@@ -466,7 +469,13 @@ class Adapter(JudgeAdapter):
         mine = METRIC_REQUIREMENTS[self.metric]
         model = self.model_name(ctx)
         held = _path_lock(path)
+        done = self.session(ctx).results
         with held.lock:
+            # A companion of this batch evaluated this checkpoint already (every companion's verdicts and
+            # metrics, just written): what reading the file back would give, without parsing it again.
+            known = None if fresh else done.get(str(path))
+            if known is not None and self.metric in known[0].metrics:
+                return known[0], "hit", known[1]
             results = None if fresh else _load(path)
             if results is None:
                 results = RAGResults.from_dict({"results": [_rag_result(sample)]})
@@ -478,7 +487,7 @@ class Adapter(JudgeAdapter):
             extract = _BatchCaller(
                 run.client,
                 model,
-                run.calls,
+                run.loop,
                 cancelled,
                 EXTRACTOR_MAX_NEW_TOKENS,
                 EXTRACT_TEMPERATURE,
@@ -488,7 +497,7 @@ class Adapter(JudgeAdapter):
             check = _BatchCaller(
                 run.client,
                 model,
-                run.calls,
+                run.loop,
                 cancelled,
                 CHECK_MAX_TOKENS,
                 CHECK_TEMPERATURE,
@@ -517,6 +526,7 @@ class Adapter(JudgeAdapter):
                     evaluator.evaluate(results, metrics, save_path=str(path))
             # The checkpoint the verdicts were read from or written to (still under its lock).
             basis = _file_digest(path)
+            done[str(path)] = (results.results[0], basis)
         return results.results[0], status, basis
 
     def memo_basis(self, sample: Sample, ctx: ScoringContext) -> str | None:

@@ -222,6 +222,34 @@ def test_judge_calls_per_sample_match_libraries_md(
     assert all(r["n"] == 1 and len(r["messages"]) == 1 for r in judge.fake.requests)
 
 
+def test_companions_read_the_pass_made_in_their_batch_without_parsing_the_checkpoint_again(
+    client: TestClient, judge: Judge, settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.metrics.judges import ragchecker as adapter
+
+    judge.reply = two_claims
+    run = make_run(client, [PLAIN, Item("Et l'Italie ?", "Rome.", "Rome est la capitale.", ("En Italie.",))])
+    read: list[str] = []
+    load = adapter._load
+
+    def counted(path: Path) -> Any:
+        read.append(path.name)
+        return load(path)
+
+    monkeypatch.setattr(adapter, "_load", counted)
+    first = score(client, run, RC)
+    assert first["failed"] == 0
+    # one look per output (there is no checkpoint yet), not one per metric: the ten companions of the first
+    # metric to reach an output take its pass from the batch
+    assert sorted(set(read)) == sorted(read) and len(read) == 2
+    read.clear()
+    settings.scoring.score_memo = False
+    again = score(client, run, RC, recompute=True)
+    assert again["failed"] == 0 and len(read) == 2  # a later batch reads each file, once
+    statuses = {s.details["checkpoint"] for m in RC for s in stored(engine, f"{m}@5")}
+    assert statuses == {"hit"}  # every metric of the second batch, companions too, found every verdict
+
+
 # ------------------------------------------------------------------------------ 3. caches
 def test_second_scoring_makes_no_upstream_call(
     client: TestClient, judge: Judge, settings: Settings, engine: Engine
