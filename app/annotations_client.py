@@ -76,7 +76,12 @@ def add_commands(sub: Any, url: argparse.ArgumentParser) -> None:
     p = sub.add_parser("import-annotations", parents=[url], help=help_text, description=help_text)
     p.add_argument("run", type=int, help="run id (its outputs came in by POST /v1/traces)")
     p.add_argument("file", type=Path, help="the platform's export (JSON or JSON lines)")
-    p.add_argument("--platform", required=True, choices=("langfuse", "opik", "phoenix", "mlflow"))
+    p.add_argument(
+        "--platform",
+        required=True,
+        choices=("langfuse", "opik", "phoenix", "mlflow"),
+        help="the platform that wrote the export",
+    )
     p.add_argument("--configs", type=Path, help="the platform's score configurations (scales, label values)")
     p.add_argument("--human", help="the human score that becomes the ratings, when there are several")
     p.add_argument("--rubric", help="an existing rubric for the ratings (default: inferred from --configs)")

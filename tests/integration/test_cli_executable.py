@@ -118,7 +118,7 @@ def test_readme_worked_example_through_the_executable(served: str, tmp_path: Pat
     assert "questions: 50 received" in by_cmd["import-dataset demo-copy"]
     assert "index: done" in by_cmd["index 2"] and "generate: done" in by_cmd["generate 3"]
     assert "outputs: 50 received" in by_cmd["import-outputs 4"]
-    assert "ratings: 100 received" in by_cmd["rate 3"] and "ratings: 100 received" in by_cmd["rate 4"]
+    assert "ratings: 150 received" in by_cmd["rate 3"] and "ratings: 100 received" in by_cmd["rate 4"]
     assert re.match(r"run 'shipped-bm25': id \d+$", by_cmd["create-run 2"].strip())
     assert re.search(r"score: job \d+ (queued|running) \(\d+ items\); ragmeta wait \d+", by_cmd["score 4"])
     assert by_cmd["scores 3"].strip() == "wrote scores.csv"
