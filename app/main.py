@@ -60,6 +60,7 @@ from services.offline import apply_offline_env
 from services.ratings.schemas import PreferenceIn, RaterCreate, RatingIn
 from services.reports.cache import ReportCache
 from services.reports.comparison_schemas import PairwiseRead, SystemsRead
+from services.reports.page_store import PageStore
 from services.reports.pool import ReportPool
 from services.reports.schemas import ReportRead
 from services.resources import Resources, register_job_handlers
@@ -153,12 +154,23 @@ def _open_resources(settings: Settings, engine: Engine, report_pool: ReportPool 
         answer_limiter=anyio.CapacityLimiter(settings.generator.max_concurrency),
         report_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
         section_cache=ReportCache(settings.report_cache_size, settings.report_max_stale_s),
+        page_store=_page_store(settings),
         report_pool=report_pool,
         auth=AuthState(settings, look_up),
         probe_engine=_probe_engine(settings, engine),
         probe_limiter=anyio.CapacityLimiter(1),
         migration_head=head_revision(),
     )
+
+
+def _page_store(settings: Settings) -> PageStore | None:
+    """Report pages kept across restarts under the data directory, for these settings and schema (the
+    database's location aside: a copied data directory keeps its pages)."""
+    off = not settings.report_page_store or settings.report_cache_size == 0
+    if off or is_in_memory(settings.database_url):
+        return None
+    context = settings.model_dump_json(exclude={"data_dir", "database_url", "host", "port"}) + head_revision()
+    return PageStore(settings.data_dir / "report-pages", context, settings.report_cache_size)
 
 
 def _probe_engine(settings: Settings, engine: Engine) -> Engine:

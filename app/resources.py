@@ -24,6 +24,7 @@ from services.metrics.resources import ScoringResources
 from services.rag.index import IndexCache
 from services.rag.llm import LLMClients
 from services.reports.cache import ReportCache
+from services.reports.page_store import PageStore
 from services.reports.pool import ReportPool
 from services.resources import Resources
 from services.telemetry import Telemetry
@@ -58,6 +59,8 @@ class AppResources:
     # The last computed reports (and report page sections), and the computations under way (event loop only).
     report_cache: ReportCache[Any]
     section_cache: ReportCache[Any]
+    # Report pages kept on disk across restarts (services.reports.page_store); None: not kept.
+    page_store: PageStore | None = None
     report_pool: ReportPool
     auth: AuthState
     # The probes' (/healthz, /readyz) own connection and thread: never waiting behind requests for either.

@@ -192,6 +192,9 @@ class Settings(BaseSettings):
     # While a report is recomputed, the last one computed is served at once (stated as stale, with the time of
     # its data) if its data is at most this old; 0: every request waits for a current report.
     report_max_stale_s: float = Field(default=60.0, ge=0, le=86400)
+    # Report pages served current are kept under data_dir/report-pages (at most report_cache_size) and served
+    # again after a restart while the data they were computed from is unchanged (services.reports.page_store).
+    report_page_store: bool = True
     host: str = "127.0.0.1"
     port: int = 8000
     # Log lines as plain text or as JSON objects, one a line (services.logs), at this level for ragmeta's own

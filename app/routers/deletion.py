@@ -22,6 +22,10 @@ def _deleting(resources: AppResources, after: BackgroundTasks) -> None:
     for cache in (resources.report_cache, resources.section_cache):
         cache.deleted()
         after.add_task(cache.deleted)
+    if resources.page_store is not None:
+        # After the counts above: a page kept from now on was checked against them (page_store).
+        resources.page_store.clear()
+        after.add_task(resources.page_store.clear)
 
 
 @router.delete(

@@ -19,6 +19,7 @@ from app.security import with_inline_styles
 from services.errors import InvalidItems, ItemError
 from services.reports import render
 from services.reports.cache import ReportCache, Served
+from services.reports.page_store import PageStore, version_text
 from services.reports.presentation import markdown
 from services.reports.schemas import AgreementRead, MetricItems, ReportFreshness, ReportQuery, ReportRead
 from services.reports.service import report_rows, report_version
@@ -298,13 +299,59 @@ async def _figure(request: Request, run_ids: list[int], params: ReportParams, fm
 
 
 async def _page(request: Request, run_ids: list[int], params: ReportParams) -> HTMLResponse:
+    resources = get_resources(request)
+    key = (tuple(run_ids), params.query)
+    kept = None
+    if resources.page_store is not None and resources.report_cache.latest(key) is None:
+        kept = await _kept_page(request, resources.page_store, key, run_ids)
+    if kept is not None:
+        return with_inline_styles(HTMLResponse(kept[0], headers=kept[1]))
     served = await _build(request, run_ids, params)
     fn = render.sections
     section = await _sections(request, "page", fn, served.computed.value, run_ids, params.fresh)
     # The page states the data time of what it shows (the older of the report's and its sections').
     report = _with_freshness(served.computed.value, _freshness(served, section))
     body = await _compute(request, render.page, report, run_ids, section.computed.value)
-    return with_inline_styles(HTMLResponse(body, headers=_freshness_headers(report.freshness)))
+    headers = _freshness_headers(report.freshness)
+    store = resources.page_store
+    current = not (served.stale or section.stale)
+    if store is not None and current and served.computed.derived.get("kept") is not section.computed:
+        await _keep_page(request, key, [served, section], body, headers)
+        served.computed.derived["kept"] = section.computed
+    return with_inline_styles(HTMLResponse(body, headers=headers))
+
+
+async def _kept_page(
+    request: Request, store: PageStore, key: Hashable, run_ids: list[int]
+) -> tuple[bytes, dict[str, str]] | None:
+    """The page kept on disk for ``key`` (a restart since), if the data it was computed from is the data
+    now: the page a computation would give (services.reports.page_store). Raises NotFound for a run gone."""
+    entry = await anyio.to_thread.run_sync(store.load, key)
+    if entry is None:
+        return None
+    versions = [
+        version_text(await run_in_session(request, fn, run_ids))
+        for fn in (report_version, render.sections_version)
+    ]
+    if versions != entry["versions"]:
+        return None
+    return entry["body"].encode("utf-8"), dict(entry["headers"])
+
+
+async def _keep_page(
+    request: Request, key: Hashable, served: list[Served[Any]], body: bytes, headers: dict[str, str]
+) -> None:
+    """Keep a page served current on disk, unless a deletion happened since its parts were begun."""
+    resources = get_resources(request)
+    store = resources.page_store
+    assert store is not None
+    caches = (resources.report_cache, resources.section_cache)
+    versions = [version_text(s.computed.version) for s in served]
+
+    def current() -> bool:
+        return all(c.epoch == s.computed.epoch for c, s in zip(caches, served, strict=True))
+
+    await anyio.to_thread.run_sync(store.save, key, versions, body, headers, current)
 
 
 # Non-JSON bodies: response_class=Response (no media type of its own, so errors stay application/json)

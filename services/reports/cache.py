@@ -96,6 +96,11 @@ class ReportCache(Generic[T]):
         with self._epoch_lock:
             self._epoch = next(self._deletions)
 
+    @property
+    def epoch(self) -> int:
+        """Deletions so far (``deleted``): a report computed with an earlier count may hold deleted data."""
+        return self._epoch
+
     def latest(self, key: Hashable) -> Computed[T] | None:
         return self._latest.get(key) if self._latest is not None else None
 
