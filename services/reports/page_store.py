@@ -106,12 +106,15 @@ class PageStore:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(text)
             os.replace(tmp, path)
-            self._bound()
+            self._bound(path)
         return True
 
-    def _bound(self) -> None:
-        pages = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
-        for old in pages[: max(0, len(pages) - self.max_pages)]:
+    def _bound(self, written: Path) -> None:
+        """At most ``max_pages`` files: the oldest written removed first, never the one just written."""
+        others = sorted(
+            (p for p in self.directory.glob("*.json") if p != written), key=lambda p: p.stat().st_mtime_ns
+        )
+        for old in others[: max(0, len(others) + 1 - self.max_pages)]:
             old.unlink(missing_ok=True)
 
     def clear(self) -> None:
