@@ -48,6 +48,7 @@ POLICY: dict[str, set[str]] = {
     "get_scores": READ,
     "list_metrics": READ,
     "create_scoring": WRITE,
+    "create_pair_judging": WRITE,
     "agreement": READ,
     "run_report": READ,
     "pooled_report": READ,
