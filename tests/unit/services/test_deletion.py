@@ -84,7 +84,7 @@ def test_cascading_a_run_removes_exactly_its_dependants(db: Session) -> None:
     assert report.deleted == f"run {r} ('r1')"
     assert report.rows == {
         "preference": 0, "rating": 2, "rating_history": 0, "metric_score": 1, "metric_score_history": 0,
-        "retrieved_chunk": 3, "output": 3, "job_item": 0, "job": 1, "run": 1,
+        "retrieved_chunk": 3, "pair_verdict": 0, "output": 3, "job_item": 0, "job": 1, "run": 1,
     }  # fmt: skip
     # Bulk deletes leave loaded objects in the session as they were: ask the database.
     assert db.scalar(select(func.count()).where(Job.id == done.id)) == 0
