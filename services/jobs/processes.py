@@ -12,6 +12,7 @@ whose parent disappears stops after its current batch.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -79,6 +80,12 @@ def run_worker_process(
     engine = make_engine(settings.database_url)
     factory = make_session_factory(engine)
     resources = runtime(settings, factory, gateway_url)
+    # What start-up imported (the judge libraries: over a million objects) lives as long as the process:
+    # kept out of the cyclic collector, so that a collection (the automatic ones while a batch runs, and
+    # the one an idle worker makes after work, services.metrics.resources.release_memory) walks only what
+    # the batches made: about 1 ms instead of 0.5 s of CPU.
+    gc.collect()
+    gc.freeze()
     if ready is not None:
         ready.set()
     worker = make_worker(JobContext(factory, settings, resources), worker_id=worker_id)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, insert, or_, select, update
 
 from services.models import Job, JobItem, utcnow
 from services.repository import Repository
@@ -37,7 +37,13 @@ class JobRepository(Repository):
         return [j for j in jobs if (j.params or {}).get("run_id") in wanted]
 
     def add_items(self, job_id: int, keys: Sequence[str]) -> None:
-        self.session.add_all(JobItem(job_id=job_id, key=k) for k in keys)
+        """One pending item per key, in one executemany (the ORM's flush of new objects inserts them one
+        statement each on SQLite, to read each id back); ids follow the keys' order."""
+        if keys:
+            self.session.execute(
+                insert(JobItem),
+                [{"job_id": job_id, "key": k, "status": "pending", "attempts": 0} for k in keys],
+            )
 
     @staticmethod
     def _claimable(lease_s: float, now: datetime) -> object:

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import update
+from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
 from services.config import Settings
@@ -87,6 +87,31 @@ def test_progress_rate_eta_and_errors_by_cause(db: Session, settings: Settings) 
         ("k4", "an error without a cause"),
     ]
     assert (read.params, read.summary) == (SCORING_PARAMS, SCORING_SUMMARY)
+
+
+def test_a_jobs_items_are_inserted_in_one_statement_pending_in_the_keys_order(
+    db: Session, settings: Settings
+) -> None:
+    keys = [f"k{i}" for i in (5, 1, 4, 0, 3, 2, 7, 6)]
+    inserts: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *_: object) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO JOB_ITEM"):
+            inserts.append(statement)
+
+    engine = db.get_bind()
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        job = jobs.create_job(db, "index", {}, keys, {}, settings=settings)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert len(inserts) == 1
+    rows = db.execute(
+        select(JobItem.key, JobItem.status, JobItem.attempts)
+        .where(JobItem.job_id == job.id)
+        .order_by(JobItem.id)
+    ).all()
+    assert rows == [(k, "pending", 0) for k in keys]
 
 
 def test_a_job_not_started_has_no_rate_and_one_without_items_is_done(db: Session, settings: Settings) -> None:
