@@ -1,7 +1,7 @@
 """LLM-judge scoring: the service's job path vs each library's own batch API, against one loopback judge.
 
     python bench/judges.py [--samples 96] [--latency 0.2] [--concurrency 16] [--processes 2[,4]]
-                           [--skip-libraries] [--skip-per-library] [--memory-jobs 10]
+                           [--skip-libraries] [--skip-per-library] [--memory-jobs 10] [--judge-repeats 3]
 
 A loopback OpenAI-compatible test judge (tests/fakellm.py, answers from tests/judgefake.py) answers every
 request after a fixed latency. The same samples (a French demo question, answer and reference with 3 retrieved
@@ -75,6 +75,7 @@ API_KEY = "bench-key"
 DECLINED = "Je ne sais pas"
 GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gateway.py)
 BATCH: list[int] = []  # --batch-size, when given (else the service's default)
+REPEATS: list[int] = []  # --judge-repeats, when given: every service job asks each judge metric k times
 LIBRARIES: list[str] = []  # --libraries: those compared one by one
 
 
@@ -575,7 +576,11 @@ def service_job(
     from services.models import Job, MetricScore
 
     request = ScoringRequest(
-        metrics=names or svc.names, k=k, recompute=recompute, refresh_judge_cache=refresh
+        metrics=names or svc.names,
+        k=k,
+        recompute=recompute,
+        refresh_judge_cache=refresh,
+        repeats=REPEATS[0] if REPEATS else 1,
     )
     pids = svc.pids
     w0 = _children_cpu(pids)
@@ -1127,6 +1132,12 @@ def main() -> None:
         help="the libraries compared one by one (comma-separated)",
     )
     ap.add_argument(
+        "--judge-repeats",
+        type=int,
+        default=1,
+        help="the service's jobs ask every judge metric this many times per output (repeats=k)",
+    )
+    ap.add_argument(
         "--background-load",
         action="store_true",
         help="one extra CPU-bound process (a busy loop) runs during every timed run",
@@ -1134,6 +1145,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.batch_size:
         BATCH.append(args.batch_size)
+    if args.judge_repeats > 1:
+        REPEATS.append(args.judge_repeats)
     LIBRARIES.extend(x for x in args.libraries.split(",") if x)
     counts = [int(x) for x in str(args.processes).split(",") if x.strip()]
 
