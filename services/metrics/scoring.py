@@ -245,7 +245,7 @@ def judge_settings_of(job: Job) -> dict[str, Any]:
     return dict(stated) if isinstance(stated, dict) else {}
 
 
-def _add_judge_usage(session: Session, job_id: int, usage: dict[str, dict[str, Any]]) -> None:
+def add_judge_usage(session: Session, job_id: int, usage: dict[str, dict[str, Any]]) -> None:
     """Add a batch's judge calls to the job's totals (per accounted metric)."""
     stored = session.get(Job, job_id)
     if stored is None or not usage:
@@ -436,7 +436,7 @@ class ScoringHandler:
             current = RunRepository(session).output_versions(sorted({o for ps in present for o in ps}))
             rows = _score_rows(work, present, repeat_of, result, versions, current, outcome)
             _store(session, job_id, rows)
-            _add_judge_usage(session, job_id, result.judge_usage)
+            add_judge_usage(session, job_id, result.judge_usage)
             if memo_rows:
                 store_memo(session, memo_rows)
             if memo.hits:

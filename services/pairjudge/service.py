@@ -30,9 +30,8 @@ from services.errors import InvalidItems, ItemError, NotFound
 from services.jobs.registry import JobContext
 from services.jobs.repository import JobRepository
 from services.jobs.service import create_job, job_read, typed
-from services.judge.gateway import Usage
 from services.metrics.resources import ScoringResources
-from services.models import Job
+from services.metrics.scoring import add_judge_usage
 from services.pairjudge.repository import Answer, PairVerdictRepository
 from services.pairjudge.schemas import PairJudgingJobRead, PairJudgingRequest
 from services.runs.repository import RunRepository
@@ -244,19 +243,6 @@ async def judge_pairs(
     return out, dict(report.get("metrics", {}))
 
 
-def _add_judge_usage(session: Session, job_id: int, usage: dict[str, Any]) -> None:
-    stored = session.get(Job, job_id)
-    if stored is None or not usage:
-        return
-    totals = dict((stored.summary or {}).get("judge_usage", {}))
-    for metric, figures in usage.items():
-        total = Usage()
-        total.add(totals.get(metric, {}))
-        total.add(figures)
-        totals[metric] = total.as_dict()
-    stored.summary = {**(stored.summary or {}), "judge_usage": totals}
-
-
 def _row(pair: Pair, verdicts: tuple[Verdict, Verdict], config: dict[str, Any]) -> dict[str, Any]:
     ab, ba = verdicts
     error = ab.error or ba.error
@@ -330,7 +316,7 @@ class PairJudgingHandler:
                     )  # fmt: skip
             repo.update_many(updates)
             repo.insert_many(inserts)
-            _add_judge_usage(session, job_id, usage)
+            add_judge_usage(session, job_id, usage)
             session.commit()
         return outcome
 
