@@ -21,6 +21,21 @@ def too_large(limit: int, field: str = "body") -> PayloadTooLarge:
     )
 
 
+async def read_form_file(upload: UploadFile | None, field: str, limit: int) -> bytes | None:
+    """A form's file part read whole, refused (413 naming ``field``) past ``limit`` bytes."""
+    if upload is None:
+        return None
+    raw = await upload.read(limit + 1)
+    if len(raw) > limit:
+        raise too_large(limit, field)
+    return raw
+
+
+def form_names(value: str | None) -> list[str]:
+    """A form field's comma-separated names, blanks dropped."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
 @dataclass(frozen=True)
 class Upload:
     """The bytes of a batch, read from the request; parsing is CPU work and belongs in a worker thread."""

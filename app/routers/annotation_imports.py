@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from app.deps import CommittingRoute, RunId, SettingsDep, run_in_session
 from app.errors import responses
 from app.resources import get_resources
-from app.uploads import check_form_text, too_large, upload_body
+from app.uploads import check_form_text, form_names, read_form_file, upload_body
 from services.annotations import platforms
 from services.annotations.schemas import AnnotationImportRead, AnnotationOptions, Platform
 from services.annotations.service import import_annotations
@@ -20,10 +20,6 @@ from services.errors import InvalidItems, ItemError, MalformedInput
 from services.validation import loc_to_field
 
 router = APIRouter(tags=["annotations"], route_class=CommittingRoute)
-
-
-def _names(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 async def annotation_options(
@@ -53,23 +49,14 @@ async def annotation_options(
             human=human or None,
             rubric=rubric or None,
             raters=mapping,
-            higher_is_better=_names(higher_is_better),
-            lower_is_better=_names(lower_is_better),
+            higher_is_better=form_names(higher_is_better),
+            lower_is_better=form_names(lower_is_better),
         )
     except ValidationError as exc:
         raise InvalidItems(
             "the import options are not valid",
             [ItemError(None, loc_to_field(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)],
         ) from exc
-
-
-async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | None:
-    if upload is None:
-        return None
-    raw = await upload.read(limit + 1)
-    if len(raw) > limit:
-        raise too_large(limit, field)
-    return raw
 
 
 @router.post(
@@ -109,8 +96,8 @@ async def import_run_annotations(
     metric `external.<platform>.<name>`; one whose direction is unknown is listed in `not_imported` until
     `higher_is_better` or `lower_is_better` names it. Imported again, the same file changes nothing."""
     limit = settings.max_upload_bytes
-    raw = await _read(file, "file", limit) or b""
-    raw_configs = await _read(configs, "configs", limit)
+    raw = await read_form_file(file, "file", limit) or b""
+    raw_configs = await read_form_file(configs, "configs", limit)
     state = get_resources(request)
     parsed = await anyio.to_thread.run_sync(
         platforms.parse, options.platform, raw, raw_configs, limiter=state.import_limiter

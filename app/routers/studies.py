@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from app.deps import CommittingRoute, SettingsDep, run_in_session
 from app.errors import responses
 from app.resources import get_resources
-from app.uploads import check_form_text, too_large, upload_body
+from app.uploads import check_form_text, form_names, read_form_file, upload_body
 from services.db import run_transaction
 from services.errors import InvalidItems, ItemError, MalformedInput
 from services.studies import plan as study_plan
@@ -33,19 +33,6 @@ def _json_object(value: str | None, field: str) -> Any:
         return json.loads(value) if value else {}
     except json.JSONDecodeError as exc:
         raise MalformedInput(f"{field} is not JSON", [ItemError(None, field, exc.msg)]) from exc
-
-
-def _names(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
-async def _read(upload: UploadFile | None, field: str, limit: int) -> bytes | None:
-    if upload is None:
-        return None
-    raw = await upload.read(limit + 1)
-    if len(raw) > limit:
-        raise too_large(limit, field)
-    return raw
 
 
 async def study_options(
@@ -109,8 +96,8 @@ async def study_options(
             list_separator=list_separator,
             fuzzy_threshold=fuzzy_threshold,
             fuzzy_word_changes=fuzzy_word_changes,
-            higher_is_better=_names(higher_is_better),
-            lower_is_better=_names(lower_is_better),
+            higher_is_better=form_names(higher_is_better),
+            lower_is_better=form_names(lower_is_better),
             scores=scores,
             ratings_columns=rating_mapping,
             ratings_join=ratings_join,
@@ -185,16 +172,18 @@ async def import_study(
     documents are used, or documents are derived from the contexts (said in `notes`).
     """
     limit = settings.max_upload_bytes
-    studies = [(await _read(f, "file", limit) or b"", f.filename) for f in file]
+    studies = [(await read_form_file(f, "file", limit) or b"", f.filename) for f in file]
     files = study_plan.StudyFiles(
         study=studies[0][0],
         study_name=studies[0][1],
         more=studies[1:],
-        ratings=[(await _read(f, "ratings", limit) or b"", f.filename) for f in ratings or []],
-        preferences=[(await _read(f, "preferences", limit) or b"", f.filename) for f in preferences or []],
-        corpus=await _read(corpus, "corpus", limit),
+        ratings=[(await read_form_file(f, "ratings", limit) or b"", f.filename) for f in ratings or []],
+        preferences=[
+            (await read_form_file(f, "preferences", limit) or b"", f.filename) for f in preferences or []
+        ],
+        corpus=await read_form_file(corpus, "corpus", limit),
         corpus_name=corpus.filename if corpus else None,
-        passages=await _read(passages, "passages", limit),
+        passages=await read_form_file(passages, "passages", limit),
         passages_name=passages.filename if passages else None,
     )
     return await _plan_and_write(request, files, options, limit)
