@@ -3,10 +3,10 @@
     python bench/judge_transport.py [--requests 1500] [--concurrency 16]
 
 A chat-completion request of ~6 kB and an answer of ~1 kB, ``--concurrency`` at once over keep-alive
-connections, to a server in a process of its own: uvicorn + Starlette (what the judge gateway serves with)
-and aiohttp's server. Clients: ``httpx.AsyncClient`` with httpx's own transport (httpcore, h11) and with
-``services.judge.transport.AiohttpTransport`` (what the judge path's clients use). Prints the client's and
-the server's CPU per request, and the load average.
+connections, to a server in a process of its own: uvicorn + Starlette with h11 on asyncio, and with httptools
+on uvloop (what the judge gateway serves with), and aiohttp's server. Clients: ``httpx.AsyncClient`` with
+httpx's own transport (httpcore, h11) and with ``services.judge.transport.AiohttpTransport`` (what the judge
+path's clients use). Prints the client's and the server's CPU per request, and the load average.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ REPLY = json.dumps(
 ).encode()
 
 
-def serve_starlette(port: int, ready: Any) -> None:
+def serve_starlette(port: int, ready: Any, http: str = "h11", loop: str = "asyncio") -> None:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -49,7 +49,11 @@ def serve_starlette(port: int, ready: Any) -> None:
 
     ready.put(True)
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", http=http, loop=loop)
+
+
+def serve_starlette_fast(port: int, ready: Any) -> None:
+    serve_starlette(port, ready, http="httptools", loop="uvloop")
 
 
 def serve_aiohttp(port: int, ready: Any) -> None:
@@ -95,9 +99,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
-    print(f"{'server':<22}{'client':<30}{'client ms/req':>14}{'server ms/req':>14}{'load':>7}")
+    print(f"{'server':<27}{'client':<30}{'client ms/req':>14}{'server ms/req':>14}{'load':>7}")
     for name, target, port in (
-        ("uvicorn + Starlette", serve_starlette, 18761),
+        ("uvicorn h11 + Starlette", serve_starlette, 18761),
+        ("uvicorn httptools uvloop", serve_starlette_fast, 18763),
         ("aiohttp", serve_aiohttp, 18762),
     ):
         ready = ctx.Queue()
@@ -113,7 +118,7 @@ def main() -> None:
             )
             served = (sum(server.cpu_times()[:2]) - s0) / (args.requests + 50) * 1000
             load = Path("/proc/loadavg").read_text().split(" ")[0]
-            print(f"{name:<22}{label:<30}{ms:>14.3f}{served:>14.3f}{load:>7}", flush=True)
+            print(f"{name:<27}{label:<30}{ms:>14.3f}{served:>14.3f}{load:>7}", flush=True)
         proc.kill()
 
 

@@ -114,7 +114,11 @@ class ScoringResources:
             if self.closed:
                 raise RuntimeError("the scoring resources are closed")
             if self._loop is None:
-                loop = asyncio.new_event_loop()
+                import uvloop
+
+                # libuv's loop: the judge libraries' calls are many small awaits and socket reads, whose
+                # scheduling costs about half asyncio's own loop's CPU on it (bench/judges.py).
+                loop = uvloop.new_event_loop()
                 ready = threading.Event()
 
                 def serve() -> None:
