@@ -1,7 +1,8 @@
 """Where the CPU of a judge request goes: the service's path and each library's own loop, by component.
 
     python bench/judge_profile.py [--libraries ragas,deepeval,opik,ragchecker] [--samples 32]
-                                  [--processes 2] [--rate 250] [--py-spy PATH]
+                                  [--processes 2] [--rate 250] [--py-spy PATH] [--keep DIR]
+                                  [--gateway-cache]
 
 For each library, one refreshed scoring job with only its metrics (bench/judges.py's service path: this
 process is the API's role with the judge gateway, ``--processes`` worker processes score) and then the
@@ -157,6 +158,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second per process")
     ap.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    ap.add_argument(
+        "--gateway-cache", action="store_true", help="the service's gateway with its cache on (as served)"
+    )
+    ap.add_argument("--keep", type=Path, help="a folder to keep py-spy's raw (collapsed) stacks in")
     args = ap.parse_args()
     libs = [x for x in args.libraries.split(",") if x]
 
@@ -170,7 +175,8 @@ def main() -> None:
     try:
         svc = jb.start_service(bench, judge, items, tmp / "service", args.processes)
         try:
-            svc.gateway.cache = False  # every request the library makes is sent, as by its own loop
+            # Without the cache every request the library makes is sent, as by its own loop.
+            svc.gateway.cache = args.gateway_cache
             for lib in libs:
                 names = [n for n in svc.names if n.startswith(lib + ".")]
                 prof = Profiler(args.py_spy, [os.getpid(), *svc.pids], args.rate, tmp)
@@ -197,6 +203,10 @@ def main() -> None:
             pool.stop()
     finally:
         judge.stop()
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for f in tmp.glob("spy-*.txt"):
+                shutil.copy(f, args.keep / f.name)
         shutil.rmtree(tmp, ignore_errors=True)
     _print(results, libs, args.rate)
 

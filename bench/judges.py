@@ -77,6 +77,8 @@ GATEWAY = "judge-gateway"  # the service's gateway thread (services/judge/gatewa
 BATCH: list[int] = []  # --batch-size, when given (else the service's default)
 REPEATS: list[int] = []  # --judge-repeats, when given: every service job asks each judge metric k times
 LIBRARIES: list[str] = []  # --libraries: those compared one by one
+# --library-loop uvloop: the event loop the own loops of Ragas and Opik run on (in the library processes)
+LIBRARY_LOOP: list[str] = []
 
 
 # ------------------------------------------------------------------------------------------------ samples
@@ -805,7 +807,7 @@ def ragas_path(
         ]
         return await _bounded(concurrency, [(m.ascore, args(it)) for it in items for m, args in metrics])
 
-    values = asyncio.run(main())
+    values = _run(main())
     return sum(1 for v in values if v is None or (isinstance(v, float) and math.isnan(v))), ""
 
 
@@ -815,6 +817,16 @@ def _ragas_embeddings() -> Any:
     from services.retrieval import default_model_path
 
     return ragas_adapter._load_embeddings(default_model_path())
+
+
+def _run(coro: Any) -> Any:
+    """``asyncio.run`` on the loop the own loops were asked to run on (``--library-loop``)."""
+    if LIBRARY_LOOP and LIBRARY_LOOP[-1] == "uvloop":
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(coro)
+    return asyncio.run(coro)
 
 
 async def _bounded(concurrency: int, calls: list[tuple[Callable[..., Any], dict[str, Any]]]) -> list[Any]:
@@ -933,7 +945,7 @@ def opik_path(
         (ContextPrecision(**kw), full),
         (ContextRecall(**kw), full),
     ]
-    values = asyncio.run(_bounded(concurrency, [(m.ascore, args(it)) for it in items for m, args in metrics]))
+    values = _run(_bounded(concurrency, [(m.ascore, args(it)) for it in items for m, args in metrics]))
     return sum(1 for v in values if v is None), ""
 
 
@@ -1003,9 +1015,14 @@ LIBRARY_PATHS: dict[str, tuple[int, Callable[..., tuple[int, str]], str]] = {
 }
 
 
-def _library_main(conn: Any) -> None:
+# The own loops that run on a loop of the bench's choosing (the others start their libraries' own loops).
+ASYNC_OWN = ("ragas", "opik")
+
+
+def _library_main(conn: Any, loop: str = "asyncio") -> None:
     """One process of a library's own loop: imports every library first, then runs what it is sent and
     answers with its own CPU time for the run (every thread of the process), the failures and a note."""
+    LIBRARY_LOOP.append(loop)
     with contextlib.redirect_stdout(io.StringIO()):
         warm_up()
         _ragas_embeddings()
@@ -1027,7 +1044,7 @@ def _library_main(conn: Any) -> None:
 class LibraryProcesses:
     """``count`` processes that each run a share of the samples through a library's own loop."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, loop: str = "asyncio") -> None:
         import multiprocessing
 
         mp = multiprocessing.get_context("spawn")
@@ -1035,7 +1052,9 @@ class LibraryProcesses:
         self.procs: list[Any] = []
         for i in range(max(1, count)):
             conn, child = mp.Pipe()
-            proc = mp.Process(target=_library_main, args=(child,), name=f"bench-library-{i}", daemon=True)
+            proc = mp.Process(
+                target=_library_main, args=(child, loop), name=f"bench-library-{i}", daemon=True
+            )
             proc.start()
             self.conns.append(conn)
             self.procs.append(proc)
@@ -1068,10 +1087,16 @@ class LibraryProcesses:
 
 
 def library_paths(
-    bench: Bench, judge: JudgeProcess, items: list[Item], tmp: Path, rc_timeout: float, processes: int
+    bench: Bench,
+    judge: JudgeProcess,
+    items: list[Item],
+    tmp: Path,
+    rc_timeout: float,
+    processes: int,
+    loop: str = "asyncio",
 ) -> None:
     conc, n = bench.concurrency, len(items)
-    pool = LibraryProcesses(processes)
+    pool = LibraryProcesses(processes, loop)
     try:
         for lib, (n_metrics, _, label) in LIBRARY_PATHS.items():
             if lib not in LIBRARIES:
@@ -1080,9 +1105,10 @@ def library_paths(
             with watching(judge) as seen:
                 cpu, failed, note = pool.run(lib, items, judge.base_url, conc, tmp, rc_timeout)
             each = max(1, conc // processes)
+            on = " uvloop" if loop == "uvloop" and lib in ASYNC_OWN else ""
             bench.rows.append(
                 Row(
-                    f"{label} {each} x {processes} proc.",
+                    f"{label} {each} x {processes} proc.{on}",
                     seen["requests"],
                     seen["in_flight"],
                     seen["wall"],
@@ -1136,6 +1162,12 @@ def main() -> None:
         type=int,
         default=1,
         help="the service's jobs ask every judge metric this many times per output (repeats=k)",
+    )
+    ap.add_argument(
+        "--library-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the event loop of Ragas' and Opik's own loops (the service's scoring loop runs on uvloop)",
     )
     ap.add_argument(
         "--background-load",
@@ -1193,7 +1225,13 @@ def main() -> None:
             )
         if not args.skip_libraries:
             library_paths(
-                bench, fake, items, tmp, args.ragchecker_timeout, args.library_processes or max(1, counts[0])
+                bench,
+                fake,
+                items,
+                tmp,
+                args.ragchecker_timeout,
+                args.library_processes or max(1, counts[0]),
+                args.library_loop,
             )
         if args.memory_jobs:
             print(f"memory: {args.memory_jobs} jobs of {args.memory_samples} samples x every judge metric")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from services.models import JudgeCall, ScoreMemo, utcnow
 from services.repository import Repository
@@ -57,23 +58,28 @@ class JudgeCallRepository(Repository):
             }
             for c in latest.values()
         ]
-        dialect = self.session.get_bind().dialect.name
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
-        stmt = insert(JudgeCall).values(rows)
-        excluded = stmt.excluded
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[JudgeCall.key],
-            set_={
-                "response": excluded.response,
-                "prompt_tokens": excluded.prompt_tokens,
-                "completion_tokens": excluded.completion_tokens,
-                "latency_ms": excluded.latency_ms,
-            },
+        self.session.execute(
+            _upsert(
+                self.session,
+                JudgeCall.__table__,
+                ("response", "prompt_tokens", "completion_tokens", "latency_ms"),
+            ),
+            rows,
         )
-        self.session.execute(stmt)
+
+
+def _upsert(session: Session, table: Any, replaced: Sequence[str]) -> Any:
+    """INSERT one row, or replace ``replaced`` of the row with the same key: executed with a list of rows
+    it is one executemany of a statement compiled once (SQLAlchemy caches it), where a multi-row VALUES
+    statement is compiled anew for every call (its shape depends on the row count)."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+    stmt = insert(table)
+    return stmt.on_conflict_do_update(
+        index_elements=[table.c.key], set_={name: stmt.excluded[name] for name in replaced}
+    )
 
 
 def _chunks(keys: Sequence[str], size: int = 900) -> list[Sequence[str]]:
@@ -96,19 +102,5 @@ class ScoreMemoRepository(Repository):
         if not rows:
             return
         latest = list({r["key"]: {"created_at": utcnow(), **r} for r in rows}.values())
-        dialect = self.session.get_bind().dialect.name
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
-        for part in [latest[i : i + 500] for i in range(0, len(latest), 500)]:
-            stmt = insert(ScoreMemo).values(part)
-            excluded = stmt.excluded
-            stmt = stmt.on_conflict_do_update(
-                index_elements=[ScoreMemo.key],
-                set_={
-                    name: getattr(excluded, name)
-                    for name in ("metric", "value", "reason", "details", "answers", "job_id", "created_at")
-                },
-            )
-            self.session.execute(stmt)
+        replaced = ("metric", "value", "reason", "details", "answers", "job_id", "created_at")
+        self.session.execute(_upsert(self.session, ScoreMemo.__table__, replaced), latest)
