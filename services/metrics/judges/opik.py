@@ -107,19 +107,34 @@ def _load() -> _Opik:
         apply_offline_env()
         import litellm
         import opik.exceptions
+        from litellm.llms.base_llm.base_utils import type_to_response_format_param
         from opik.evaluation import metrics
         from opik.evaluation.models import LiteLLMChatModel
 
         # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout for every failed call.
         litellm.suppress_debug_info = True
+        # The response_format litellm makes of each answer model (a pydantic class), as JSON, by class.
+        formats: dict[type, str] = {}
 
         class GatewayModel(LiteLLMChatModel):
             """Opik retries every failed call 3 times, whatever the error. The gateway already retried the
             upstream and answers a final failure with a 400: one attempt keeps one judge call per metric per
-            sample, and a failing judge from being asked three times over."""
+            sample, and a failing judge from being asked three times over.
+
+            Each metric passes its answer model as a pydantic class, from which litellm derives the strict
+            JSON schema again on every call (about a tenth of a worker's CPU on Opik's metrics, py-spy). It
+            is derived once per class here, with litellm's own function, and handed over as the dict
+            litellm would have made: the request sent is the same (an OpenAI-compatible provider passes a
+            dict format through unchanged). Each call gets its own copy."""
 
             async def agenerate_provider_response(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
                 kwargs["__opik_retries"] = 1
+                answer_model = kwargs.get("response_format")
+                if isinstance(answer_model, type):
+                    made = formats.get(answer_model)
+                    if made is None:
+                        made = formats[answer_model] = json.dumps(type_to_response_format_param(answer_model))
+                    kwargs["response_format"] = json.loads(made)
                 return await super().agenerate_provider_response(messages, **kwargs)
 
         _loaded = _Opik(

@@ -90,6 +90,30 @@ def response_format(body: dict[str, Any]) -> str:
     return str((body.get("response_format") or {}).get("json_schema", {}).get("name", ""))
 
 
+def litellm_format(name: str) -> dict[str, Any]:
+    """The response_format litellm makes from Opik's answer model ``name``, as sent (through JSON)."""
+    from litellm.llms.base_llm.base_utils import type_to_response_format_param
+    from opik.evaluation.metrics import llm_judges
+
+    found = [
+        cls
+        for module in _submodules(llm_judges)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and cls.__name__ == name
+    ]
+    assert found, name
+    made: dict[str, Any] = json.loads(json.dumps(type_to_response_format_param(found[0])))
+    return made
+
+
+def _submodules(package: Any) -> list[Any]:
+    import importlib
+    import pkgutil
+
+    names = [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    return [importlib.import_module(n) for n in names]
+
+
 @pytest.fixture
 def judge(settings: Settings) -> Iterator[Any]:
     """``judge(override=None, **judge_settings)`` starts the loopback judge and points the service at it."""
@@ -186,6 +210,8 @@ def test_one_call_per_metric_per_sample_then_a_free_rescoring(
         assert body["response_format"]["type"] == "json_schema"
         assert body["response_format"]["json_schema"]["strict"] is True
         assert not {"n", "tools", "logprobs"} & set(body)
+        # The answer model's schema, derived once per class, is what litellm derives from the class itself.
+        assert body["response_format"] == litellm_format(response_format(body))
     rows = rows_by_question(client, run)
     for name in METRICS:
         full = BY_NAME[name].full_name(5)
