@@ -545,6 +545,10 @@ def start_service(bench: Bench, judge: JudgeProcess, items: list[Item], tmp: Pat
     gateway = JudgeGateway(settings.judge, factory, shared=judge_slots(settings)).start()
     resources = ScoringResources(settings, factory, gateway_url=gateway.url)
     workers = None
+    if not processes:  # the bench's own thread drains the jobs: its process needs the handlers
+        from services.resources import register_job_handlers
+
+        register_job_handlers()
     if processes:
         workers = WorkerProcesses(settings, gateway.url, processes, worker_runtime).start()
         # Library imports are excluded from every wall, the worker processes' too.
