@@ -121,7 +121,13 @@ def _cache_json_schema(model: type) -> None:
 
     Every Ragas judge call generates its output model's JSON schema twice (Ragas' prompt text and
     instructor's JSON-mode system message): about a millisecond of pydantic work each, for a schema that
-    cannot change (the output models are fixed classes). Callers get a copy, as from pydantic."""
+    cannot change (the output models are fixed classes). Callers get a copy, as from pydantic.
+
+    instructor wraps the output model in a new subclass on every call (``response_schema``: the model and
+    its ``ResponseSchema`` as bases, no field of its own). Such a subclass's schema is made of the same
+    fields, so it is kept under what it is made of (its other bases, name and docstring), never under the
+    class itself: a key per class kept every wrapper class of every call alive (a worker grew by ~3 MB per
+    judge job of 24 samples). A subclass that declares fields or configuration of its own is not cached."""
     with _schema_lock:
         if model in _schema_cached or not hasattr(model, "model_json_schema"):
             return
@@ -129,7 +135,10 @@ def _cache_json_schema(model: type) -> None:
         built: dict[tuple[Any, ...], dict[str, Any]] = {}
 
         def cached(cls: type, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            key = (cls, args, tuple(sorted(kwargs.items())))
+            shape = _wrapper_shape(cls, model)
+            if shape is None:
+                return generate(cls, *args, **kwargs)  # type: ignore[no-any-return]
+            key = (shape, args, tuple(sorted(kwargs.items())))
             schema = built.get(key)
             if schema is None:
                 schema = built[key] = generate(cls, *args, **kwargs)
@@ -137,6 +146,26 @@ def _cache_json_schema(model: type) -> None:
 
         type.__setattr__(model, "model_json_schema", classmethod(cached))
         _schema_cached.add(model)
+
+
+def _wrapper_shape(cls: Any, model: Any) -> tuple[Any, ...] | None:
+    """What the schema of ``cls`` is made of, for the model itself or a subclass of it that adds nothing
+    but other bases (no annotation, field or configuration of its own); None for any other subclass."""
+    if cls is model:
+        return ()
+    # functools.wraps (as instructor uses it) copies the model's annotations onto the wrapper: those are not
+    # fields of its own.
+    annotations = vars(cls).get("__annotations__")
+    if annotations and annotations != vars(model).get("__annotations__"):
+        return None
+    if cls.model_fields.keys() != model.model_fields.keys():
+        return None
+    inherited: dict[str, Any] = {}
+    for base in cls.__bases__:  # pydantic merges its bases' configurations in this order
+        inherited.update(getattr(base, "model_config", None) or {})
+    if cls.model_config != inherited:  # a configuration of its own
+        return None
+    return (tuple(b for b in cls.__bases__ if b is not model), cls.__name__, cls.__doc__)
 
 
 def _language_name(code: str) -> str:
