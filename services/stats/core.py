@@ -1,7 +1,7 @@
 """What every topic of the statistics shares: array types, input checks, and the scipy statistics the
 resampling must reproduce.
 
-Also ``warm_up``: the heavy libraries (scipy.stats, pingouin, krippendorff, scikit-learn, the numba kernels
+Also ``warm_up``: the heavy libraries (scipy.stats, krippendorff, scikit-learn, the numba kernels
 of services.stats_kernels) are imported inside the functions that use them, so that importing the package
 stays cheap for the API process; report worker processes call ``warm_up`` when they start.
 """
@@ -146,7 +146,6 @@ def warm_up() -> None:
     resample kernels, so that a process's first report does not pay for them (about 1-2 s, more when the
     kernels are not cached yet)."""
     import krippendorff  # noqa: F401
-    import pingouin  # noqa: F401
     import scipy.stats  # noqa: F401
     import sklearn.metrics  # noqa: F401
 
