@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from services.stats.core import FloatArray, check_confidence
+from services.stats.core import FloatArray, check_confidence, cohen_kappa, confusion_counts
 from services.stats.correlations import CorrelationResult, pearson, spearman
 
 AlphaLevel = Literal["ordinal", "interval", "nominal"]
@@ -320,18 +320,15 @@ def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccRe
 def _quadratic_kappa(
     a: FloatArray, b: FloatArray, scale_min: int, scale_max: int
 ) -> tuple[float | None, str | None]:
-    from sklearn.metrics import cohen_kappa_score
-
     if a.size < 2:
         return None, f"fewer than 2 items rated by both raters (n = {a.size})"
     if not (np.all(a == np.round(a)) and np.all(b == np.round(b))):
         return None, "quadratic kappa needs integer ratings"
     if np.unique(np.concatenate([a, b])).size < 2:
         return None, "both raters gave one and the same rating to every item"
-    # Labels span the whole scale: sklearn otherwise builds the weights from the observed values only.
-    labels = list(range(scale_min, scale_max + 1))
-    value = float(
-        cohen_kappa_score(a.astype(np.int64), b.astype(np.int64), weights="quadratic", labels=labels)
+    # Labels span the whole scale: built from the observed values only, the weights would be another.
+    value = cohen_kappa(
+        confusion_counts(a.astype(np.int64), b.astype(np.int64), scale_min, scale_max), quadratic=True
     )
     return (value, None) if math.isfinite(value) else (None, "kappa undefined")
 
