@@ -272,7 +272,7 @@ def main() -> None:
         run_id = run.id
 
     with factory() as s:
-        build_report(s, settings, [run_id])  # warm imports (scipy, pingouin, krippendorff)
+        build_report(s, settings, [run_id])  # warm imports (scipy, krippendorff)
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()

@@ -353,8 +353,8 @@ def _fmt(e: Estimate | None, with_interval: bool = True) -> str:
     lo, hi = e.ci_low, e.ci_high
     if lo is None or hi is None or not with_interval:
         return _num(e.estimate)
-    # With a handful of items pingouin's F-based ICC intervals can come out inverted or not containing the
-    # estimate; such an interval says nothing, so the page says so instead of printing it.
+    # With a handful of items McGraw & Wong's F-based ICC intervals can come out inverted or not containing
+    # the estimate; such an interval says nothing, so the page says so instead of printing it.
     if lo > hi or not lo - 1e-9 <= e.estimate <= hi + 1e-9:
         return f"{_num(e.estimate)} (no usable interval yet)"
     return f"{_num(e.estimate)} [{_num(lo)}, {_num(hi)}]"

@@ -1,7 +1,7 @@
 """What every topic of the statistics shares: array types, input checks, and the scipy statistics the
 resampling must reproduce.
 
-Also ``warm_up``: the heavy libraries (scipy.stats, pingouin, krippendorff, scikit-learn, the numba kernels
+Also ``warm_up``: the heavy libraries (scipy.stats, krippendorff, the numba kernels
 of services.stats_kernels) are imported inside the functions that use them, so that importing the package
 stays cheap for the API process; report worker processes call ``warm_up`` when they start.
 """
@@ -35,6 +35,44 @@ DEFAULT_CHUNK_ELEMENTS = 500_000
 # item, and longer rows cost less per resample (Kendall at 50 metrics x 10,000 items x 2,000 resamples: a
 # quarter less CPU than with DEFAULT_CHUNK_ELEMENTS).
 RANK_CHUNK_ELEMENTS = 2_000_000
+
+
+def confusion_counts(a: IntArray, b: IntArray, low: int, high: int) -> IntArray:
+    """The confusion matrix of two label vectors whose labels lie in low..high: rows a's label, columns b's
+    (scikit-learn's ``confusion_matrix(a, b, labels=range(low, high + 1))``)."""
+    size = high - low + 1
+    cells = np.bincount((a - low) * size + (b - low), minlength=size * size)
+    counts: IntArray = cells.reshape(size, size).astype(np.int64)
+    return counts
+
+
+def cohen_kappa(confusion: IntArray, *, quadratic: bool = False) -> float:
+    """Cohen's kappa of a confusion matrix, unweighted or with quadratic weights (the labels its rows and
+    columns stand for, in order); NaN when every rating falls in one label.
+
+    The operations are scikit-learn's ``cohen_kappa_score`` one by one (float64 counts, expected counts from
+    the outer product of the margins, weights, two sums), so the value is its value to the last bit;
+    tests/unit/test_stats_sklearn_equal.py checks that.
+    """
+    counts = confusion.astype(np.float64)
+    n_labels = counts.shape[0]
+    margin_b = counts.sum(axis=0)
+    margin_a = counts.sum(axis=1)
+    total = margin_b.sum()
+    if total == 0:
+        return math.nan
+    expected = np.outer(margin_b, margin_a) / total
+    if quadratic:
+        weights = np.zeros((n_labels, n_labels)) + np.arange(n_labels)
+        weights = (weights - weights.T) ** 2
+    else:
+        weights = np.ones((n_labels, n_labels))
+        np.fill_diagonal(weights, 0)
+    observed_disagreement = np.sum(weights * counts)
+    chance_disagreement = np.sum(weights * expected)
+    if chance_disagreement == 0:
+        return math.nan
+    return float(1 - observed_disagreement / chance_disagreement)
 
 
 def as_vector(values: ArrayLike, name: str) -> FloatArray:
@@ -146,9 +184,7 @@ def warm_up() -> None:
     resample kernels, so that a process's first report does not pay for them (about 1-2 s, more when the
     kernels are not cached yet)."""
     import krippendorff  # noqa: F401
-    import pingouin  # noqa: F401
     import scipy.stats  # noqa: F401
-    import sklearn.metrics  # noqa: F401
 
     from services import stats_kernels
 

@@ -6,7 +6,6 @@ metric's correlation with the mean rating.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -14,16 +13,11 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from services.stats.core import FloatArray, check_confidence
+from services.stats.core import FloatArray, check_confidence, cohen_kappa, confusion_counts
 from services.stats.correlations import CorrelationResult, pearson, spearman
 
 AlphaLevel = Literal["ordinal", "interval", "nominal"]
 
-# pingouin.intraclass_corr switches pingouin's global rounding options off and back on around its ANOVA
-# (pingouin.config._no_rounding: copy, clear, restore). Two threads inside it at once interleave the copy
-# and the restore, and the process keeps rounding off for good; reports run in threads, so every call into
-# it holds this lock.
-_PINGOUIN_LOCK = threading.Lock()
 # Krippendorff's alpha CI is refused when more resamples than this were undefined (a single rating value).
 _ALPHA_MAX_UNDEFINED_FRACTION = 0.05
 
@@ -46,8 +40,8 @@ class AlphaResult:
 
 @dataclass(frozen=True, slots=True)
 class IccResult:
-    """One intraclass correlation from pingouin, with pingouin's interval at full precision (pingouin itself
-    rounds it to 2 decimals)."""
+    """One intraclass correlation with its F test and its McGraw & Wong interval at full precision (the
+    figures of pingouin's ``intraclass_corr``, which rounds the interval to 2 decimals)."""
 
     kind: str
     estimate: float | None
@@ -190,7 +184,9 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
     """The McGraw & Wong (1996) intervals pingouin.intraclass_corr computes, at full precision.
 
     pingouin rounds its CI95 column to two decimals; these are its formulas (two-way ANOVA mean squares of
-    the complete raters x items matrix, F quantiles, Satterthwaite df for the absolute-agreement case).
+    the complete raters x items matrix, F quantiles, Satterthwaite df for the absolute-agreement case). The
+    mean squares here are summed their own way (not pingouin's order, as ``_anova_mean_squares`` does), so a
+    limit can differ from pingouin's unrounded one in the last bits.
     """
     from scipy.stats import f
 
@@ -228,32 +224,84 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
         }
 
 
+def _compensated_means(rows: FloatArray) -> FloatArray:
+    """The mean of each row, its values added left to right with Kahan's compensation and the sum divided
+    by the count (pandas' groupby mean over unsorted groups)."""
+    total: FloatArray = np.zeros(rows.shape[0])
+    carry: FloatArray = np.zeros(rows.shape[0])
+    for column in rows.T:
+        y = column - carry
+        t = total + y
+        carry = (t - total) - y
+        total = t
+    means: FloatArray = total / rows.shape[1]
+    return means
+
+
+def _anova_mean_squares(
+    data: FloatArray, names: Sequence[str]
+) -> tuple[np.float64, np.float64, np.float64, np.float64]:
+    """Mean squares of the two-way ANOVA (items x raters, one rating per cell) of a complete raters x items
+    matrix: between items (msb), between raters (msj), residual (mse) and within items (msw).
+
+    Each sum is taken in the order and the way pingouin's ``intraclass_corr`` takes it through pandas
+    (raters sorted by name, the ratings laid out rater by rater; numpy's pairwise sums, the rater means by
+    ``np.add.reduceat`` over the rater's contiguous run, the item means Kahan-compensated), so that the
+    ICCs, F and p-values built on them are pingouin's to the last bit; tests/unit/test_icc.py checks them
+    against pingouin.
+    """
+    k, n = data.shape
+    flat = data[sorted(range(k), key=lambda i: names[i])].ravel()
+    grand = flat.sum() / flat.size
+    ss_total = ((flat - grand) ** 2).sum()
+    item_means = _compensated_means(flat.reshape(k, n).T)
+    rater_means = np.add.reduceat(flat, np.arange(0, k * n, n)) / np.float64(n)
+    ss_items = ((item_means - grand) ** 2 * k).sum()
+    ss_raters = ((rater_means - grand) ** 2 * n).sum()
+    ss_error = ss_total - (ss_items + ss_raters)
+    msb = ss_items / np.float64(n - 1)
+    msj = ss_raters / np.float64(k - 1)
+    mse = ss_error / np.float64((n - 1) * (k - 1))
+    msw = (ss_raters + ss_error) / np.float64(n * (k - 1))
+    return msb, msj, mse, msw
+
+
 def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccResult], str | None]:
-    """The six ICCs of a complete raters x items matrix, keyed by pingouin's names, or why there are none."""
-    import pandas as pd
-    import pingouin
+    """The six ICCs of a complete raters x items matrix (McGraw & Wong 1996; ICC(1,1), ICC(C,1) and the
+    k forms are Shrout & Fleiss' ICC1, ICC3, ICC1k, ICC3k), each with its F test of the item effect and its
+    interval, or why there are none (fewer than 3 items, every rating the same).
+
+    As pingouin gives them: raters who agree exactly (the error mean square is 0) give F = inf, reported as
+    None, with p = 0 and ICC 1, a defined value; raters who each give one constant integer score make the
+    item mean square 0 and some ICCs 0/0, reported as None. Nothing raises for data.
+    """
+    from scipy.stats import f
 
     n_raters, n_items = data.shape
     if n_items < 3:
         return {}, f"fewer than 3 items rated by every rater (n = {n_items})"
     if float(np.ptp(data)) == 0.0:
         return {}, "every rating has the same value"
-    frame = pd.DataFrame(
-        {
-            "item": np.tile(np.arange(n_items), n_raters),
-            "rater": np.repeat(np.asarray(names, dtype=object), n_items),
-            "score": data.ravel(),
-        }
-    )
-    # Raters who agree exactly (the mean square error is 0) make pingouin divide by zero: its F is then inf
-    # and the ICC 1, a defined value. np.errstate is per thread (the report runs in threads).
-    with np.errstate(divide="ignore", invalid="ignore"), _PINGOUIN_LOCK:
-        table = pingouin.intraclass_corr(frame, targets="item", raters="rater", ratings="score")
+    k, n = n_raters, n_items
+    msb, msj, mse, msw = _anova_mean_squares(data, names)
+    df1, df1kd, df2kd = n - 1, n * (k - 1), (n - 1) * (k - 1)
+    # np.float64 divisions: a zero mean square gives inf or nan, not ZeroDivisionError; np.errstate is per
+    # thread (reports run in threads).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1k, f2k = msb / msw, msb / mse
+        p1k, p2k = f.sf(f1k, df1, df1kd), f.sf(f2k, df1, df2kd)
+        table = (
+            ("ICC(1,1)", (msb - msw) / (msb + (k - 1) * msw), f1k, df1kd, p1k),
+            ("ICC(A,1)", (msb - mse) / (msb + (k - 1) * mse + k * (msj - mse) / n), f2k, df2kd, p2k),
+            ("ICC(C,1)", (msb - mse) / (msb + (k - 1) * mse), f2k, df2kd, p2k),
+            ("ICC(1,k)", (msb - msw) / msb, f1k, df1kd, p1k),
+            ("ICC(A,k)", (msb - mse) / (msb + (msj - mse) / n), f2k, df2kd, p2k),
+            ("ICC(C,k)", (msb - mse) / msb, f2k, df2kd, p2k),
+        )
     intervals = _icc_intervals(data)
     out: dict[str, IccResult] = {}
-    for row in table.itertuples(index=False):
-        kind = str(row.Type)
-        value = float(row.ICC)
+    for kind, icc, f_value, df2, p_value in table:
+        value = float(icc)
         ci = [float(v) for v in intervals[kind]]
         finite = math.isfinite(value)
         out[kind] = IccResult(
@@ -261,10 +309,10 @@ def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccRe
             value if finite else None,
             ci[0] if finite and math.isfinite(ci[0]) else None,
             ci[1] if finite and math.isfinite(ci[1]) else None,
-            float(row.F) if math.isfinite(float(row.F)) else None,
-            int(row.df1),
-            int(row.df2),
-            float(row.pval) if math.isfinite(float(row.pval)) else None,
+            float(f_value) if math.isfinite(float(f_value)) else None,
+            df1,
+            df2,
+            float(p_value) if math.isfinite(float(p_value)) else None,
         )
     return out, None
 
@@ -272,18 +320,15 @@ def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccRe
 def _quadratic_kappa(
     a: FloatArray, b: FloatArray, scale_min: int, scale_max: int
 ) -> tuple[float | None, str | None]:
-    from sklearn.metrics import cohen_kappa_score
-
     if a.size < 2:
         return None, f"fewer than 2 items rated by both raters (n = {a.size})"
     if not (np.all(a == np.round(a)) and np.all(b == np.round(b))):
         return None, "quadratic kappa needs integer ratings"
     if np.unique(np.concatenate([a, b])).size < 2:
         return None, "both raters gave one and the same rating to every item"
-    # Labels span the whole scale: sklearn otherwise builds the weights from the observed values only.
-    labels = list(range(scale_min, scale_max + 1))
-    value = float(
-        cohen_kappa_score(a.astype(np.int64), b.astype(np.int64), weights="quadratic", labels=labels)
+    # Labels span the whole scale: built from the observed values only, the weights would be another.
+    value = cohen_kappa(
+        confusion_counts(a.astype(np.int64), b.astype(np.int64), scale_min, scale_max), quadratic=True
     )
     return (value, None) if math.isfinite(value) else (None, "kappa undefined")
 
@@ -367,12 +412,13 @@ def agreement(
 ) -> AgreementResult:
     """Inter-rater agreement of a raters x items matrix (NaN = not rated).
 
-    Krippendorff's alpha (ordinal, interval, nominal) with an item-bootstrap percentile CI; the six ICCs from
-    pingouin on the items rated by every rater; quadratic-weighted Cohen kappa (exactly two raters, labels =
-    the full scale); per pair of raters exact and within-one agreement and Pearson/Spearman with CIs; the
-    attenuation ceiling sqrt(ICC(A,k)). Items with fewer than two ratings are excluded and counted. Raises
-    ValueError when the matrix is not 2-D, the names do not match its rows (a transposed matrix usually trips
-    this), there are fewer than two raters, or a rating lies outside [scale_min, scale_max].
+    Krippendorff's alpha (ordinal, interval, nominal) with an item-bootstrap percentile CI; the six ICCs
+    (two-way ANOVA mean squares, ``icc_results``) on the items rated by every rater; quadratic-weighted
+    Cohen kappa (exactly two raters, labels = the full scale); per pair of raters exact and within-one
+    agreement and Pearson/Spearman with CIs; the attenuation ceiling sqrt(ICC(A,k)). Items with fewer than
+    two ratings are excluded and counted. Raises ValueError when the matrix is not 2-D, the names do not
+    match its rows (a transposed matrix usually trips this), there are fewer than two raters, or a rating
+    lies outside [scale_min, scale_max].
     """
     data, names = _checked_ratings(matrix, rater_names, scale_min, scale_max, confidence)
     rated = np.isfinite(data)

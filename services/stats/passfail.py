@@ -20,6 +20,8 @@ from services.stats.core import (
     FloatArray,
     IntArray,
     as_vector,
+    cohen_kappa,
+    confusion_counts,
     is_constant,
     z_critical,
 )
@@ -242,25 +244,37 @@ def youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
     return float(values[best]), float(tp[best] / p - fp[best] / n)
 
 
-def _decision_figures(y: IntArray, pred: IntArray) -> tuple[dict[str, float], Any]:
-    from sklearn.metrics import (
-        accuracy_score,
-        cohen_kappa_score,
-        confusion_matrix,
-        precision_score,
-        recall_score,
-    )
-
-    cm = confusion_matrix(y, pred, labels=[0, 1])
-    tn, fp = int(cm[0, 0]), int(cm[0, 1])
-    recall = float(recall_score(y, pred))
+def _decision_figures(y: IntArray, pred: IntArray) -> tuple[dict[str, float], IntArray]:
+    """J, kappa, accuracy, precision and recall of 0/1 decisions against 0/1 truth holding a pass and a
+    fail, and the confusion matrix (scikit-learn's figures to the last bit: ratios of exact counts, and
+    ``cohen_kappa``); precision is NaN when nothing passes."""
+    cm = confusion_counts(y, pred, 0, 1)
+    tn, fp, fn, tp = (int(v) for v in cm.ravel())
+    recall = tp / (tp + fn)
     return {
         "youden_j": recall - fp / (fp + tn) if fp + tn else math.nan,
-        "kappa": float(cohen_kappa_score(y, pred)),
-        "accuracy": float(accuracy_score(y, pred)),
-        "precision": float(precision_score(y, pred, zero_division=np.nan)),
+        "kappa": cohen_kappa(cm),
+        "accuracy": (tp + tn) / y.size,
+        "precision": tp / (tp + fp) if tp + fp else math.nan,
         "recall": recall,
     }, cm
+
+
+def roc_auc(y: IntArray, score: FloatArray) -> float:
+    """Area under the ROC curve of a score against 0/1 truth holding a pass and a fail (ties count one
+    half), by scikit-learn's ``roc_curve`` and ``auc`` steps: the curve's corners at each distinct score
+    (collinear points dropped), rates as exact counts over the totals, the trapezoids summed by numpy; so
+    the value is ``roc_auc_score``'s to the last bit."""
+    order = np.argsort(-score, kind="stable")
+    ends = np.r_[np.flatnonzero(np.diff(score[order])), score.size - 1]
+    tps = np.cumsum(y[order].astype(np.float64))[ends]
+    fps = 1 + ends.astype(np.float64) - tps
+    if fps.size > 2:
+        corner = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
+        fps, tps = fps[corner], tps[corner]
+    fpr = np.r_[0.0, fps] / fps[-1]
+    tpr = np.r_[0.0, tps] / tps[-1]
+    return float(np.sum((fpr[1:] - fpr[:-1]) * (tpr[1:] + tpr[:-1]) / 2.0))
 
 
 def question_halves(units: Units, passed: NDArray[np.bool_], seed: int) -> IntArray:
@@ -326,7 +340,8 @@ class _PassFailManyKernel:
 
 @dataclass(frozen=True, slots=True)
 class _PassFailPoint:
-    """One metric's complete pairs, units, point figures (scikit-learn) and the reason it is undefined."""
+    """One metric's complete pairs, units, point figures (scikit-learn's, computed here) and the reason it
+    is undefined."""
 
     x: FloatArray
     score: FloatArray
@@ -348,8 +363,6 @@ def _pass_fail_point(
     clusters: Any,
     seed: int,
 ) -> _PassFailPoint:
-    from sklearn.metrics import roc_auc_score
-
     if x_all.size != h_all.size:
         raise ValueError(f"metric has {x_all.size} values, human has {h_all.size}")
     keep = np.isfinite(x_all) & np.isfinite(h_all)
@@ -372,7 +385,7 @@ def _pass_fail_point(
     cut, j = youden_cut(y, score)
     pred = (score >= cut).astype(np.int64)
     at_cut, cm = _decision_figures(y, pred)
-    point = {"auc": float(roc_auc_score(y, score)), "threshold": cut, "youden_j": j, **at_cut}
+    point = {"auc": roc_auc(y, score), "threshold": cut, "youden_j": j, **at_cut}
     confusion = ((int(cm[0, 0]), int(cm[0, 1])), (int(cm[1, 0]), int(cm[1, 1])))
     held_out = _cross_fit(score, passed, units, seed)
     return _PassFailPoint(x, score, passed, keep, units, higher_is_better, point, confusion, None, held_out)
@@ -592,9 +605,10 @@ def pass_fail(
 ) -> PassFailResult:
     """Pass/fail alignment of a metric with humans: human pass = reference score >= ``human_threshold``.
 
-    Point figures come from scikit-learn (roc_auc_score; confusion_matrix at the observed value maximising
-    Youden's J = TPR - FPR, compared on exact counts, the highest among equal maxima; cohen_kappa_score,
-    accuracy/precision/recall and J on the held-out decisions, see ``PassFailResult``). Intervals: for AUC,
+    Point figures are scikit-learn's to the last bit, computed here (``roc_auc`` as roc_auc_score; the
+    confusion matrix at the observed value maximising Youden's J = TPR - FPR, compared on exact counts, the
+    highest among equal maxima; Cohen's kappa, accuracy/precision/recall and J on the held-out decisions,
+    see ``PassFailResult``). Intervals: for AUC,
     DeLong's on the logit scale on independent outputs, else BCa drawing whole clusters (see
     ``bootstrap_ci_many``; resamples without a pass or a fail are left out and counted while they are at
     most 5%, beyond which the interval is undefined); jackknife-t by question for the held-out figures,

@@ -6,8 +6,9 @@ independent asking of the judge), the question of each output (the resampling un
 agreement a raters x outputs matrix of human ratings on the same outputs.
 
 - ICC(A,1) of the repeats (two-way, absolute agreement, one asking; McGraw & Wong 1996): how much one asking
-  of the judge agrees with another on the same output. The point estimate is pingouin's
-  (``services.stats.interrater.icc_results``); resamples use the same two-way ANOVA formula, vectorised.
+  of the judge agrees with another on the same output. The point estimate is
+  ``services.stats.interrater.icc_results``'s (pingouin's to the last bit); resamples use the same two-way
+  ANOVA formula, vectorised.
 - Within-output SD: sqrt of the mean over outputs of the variance of its repeats (ddof 1), in the metric's
   own units: the typical swing of one asking around the output's mean.
 - Spearman-Brown reliability of the k-mean: k r / (1 + (k - 1) r), r = ICC(A,1): how reliable the mean of k

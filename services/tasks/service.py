@@ -694,8 +694,8 @@ def _agreement(raters: list[str], scores: dict[int, dict[str, int]], rubric: Rub
     if sum(1 for u in units if len(scores[u]) >= 2) < 2:
         return empty.model_copy(update={"undefined_reason": "fewer than two outputs rated by two raters yet"})
     matrix = np.array([[scores[u].get(r, np.nan) for u in units] for r in raters], dtype=np.float64)
-    # Raters who each give one constant score make pingouin divide 0 by 0; the ICC is then undefined (NaN),
-    # which stats.agreement reports, so the warning is noise here.
+    # Raters who each give one constant score make the ICC formulas divide 0 by 0; the ICC is then undefined
+    # (NaN), which stats.agreement reports, so the warning is noise here.
     with np.errstate(invalid="ignore", divide="ignore"):
         res = stats.agreement(matrix, raters, rubric.min_score, rubric.max_score, n_resamples=500)
     alpha = res.alpha

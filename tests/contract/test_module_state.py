@@ -60,7 +60,6 @@ STATE = {
     "services.metrics.wordnet:global _reader": "the read-only WordNet reader shared by METEOR, loaded once (data, not a cache that grows)",
     "services.reports.pool:_worker": "the state of a report worker process, set by its initializer (one per child process, by design)",
     "services.retrieval.text:_ANALYZERS": "analyzers per language code (immutable, bounded by the languages a dataset declares)",
-    "services.stats.interrater:_PINGOUIN_LOCK": "serialises calls into pingouin, which is not thread-safe",
     "services.stats_kernels:_pool_lock": "left: the statistics modules are being moved (issue 27, item 4)",
     "services.stats_kernels:global _pool": "left: the statistics modules are being moved (issue 27, item 4)",
     "services.config:get_settings()": "the settings from the environment, read once (lru_cache); tests pass their own",

@@ -749,39 +749,11 @@ def test_rank_difference_is_zou_on_the_fieller_intervals() -> None:
 
 
 def test_raters_in_exact_agreement_have_icc_one_without_a_division_warning() -> None:
-    # The mean square error is 0: pingouin divides by zero (a RuntimeWarning, an error under this suite's
-    # filterwarnings), which under concurrent rating imports turned a report into a 500 in the load test.
+    # The mean square error is 0: F divides by zero (a RuntimeWarning, an error under this suite's
+    # filterwarnings, once turned a report into a 500 in the load test under concurrent rating imports).
     scores = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     result = agreement(np.vstack([scores, scores]), ["r1", "r2"], 1, 5, seed=0, n_resamples=50)
     assert sorted(result.icc) == sorted(
         ("ICC(1,1)", "ICC(A,1)", "ICC(C,1)", "ICC(1,k)", "ICC(A,k)", "ICC(C,k)")
     )
     assert [icc.estimate for icc in result.icc.values()] == [pytest.approx(1.0)] * 6
-
-
-def test_icc_in_concurrent_threads_leaves_pingouins_rounding_options_alone() -> None:
-    # pingouin.intraclass_corr copies, clears and restores its global options around its ANOVA; two report
-    # threads inside it at once used to restore the cleared copy, turning CI95 rounding off for the process
-    # (and failing test_icc_intervals_are_pingouins_at_full_precision in a full run).
-    import threading
-
-    import pingouin
-
-    before = dict(pingouin.options)
-    data = np.random.default_rng(0).integers(1, 6, size=(3, 40)).astype(np.float64)
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            for _ in range(25):
-                stats._icc_results(data, ["a", "b", "c"])
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert pingouin.options == before
