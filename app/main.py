@@ -211,6 +211,8 @@ def _lifespan(
             core = resources.core
             stack.callback(core.close)
             resources.inline_slots = asyncio.Semaphore(settings.scoring.max_inline_requests)
+            # Set on the loop's first turn after start-up: the server is then binding its socket.
+            serving = threading.Event()
             worker, processes = None, None
             if settings.jobs.embedded_worker:
                 count = worker_count(settings)
@@ -226,7 +228,7 @@ def _lifespan(
                     processes = WorkerProcesses(settings, gateway, count, worker_runtime)
                     stack.callback(processes.stop)
                     if resources.report_pool.processes:
-                        stack.callback(_start_when_warm(resources.report_pool, processes))
+                        stack.callback(_start_when_warm(resources.report_pool, processes, serving))
                     else:
                         await anyio.to_thread.run_sync(processes.start)
             resources.worker, resources.worker_processes = worker, processes
@@ -235,6 +237,7 @@ def _lifespan(
             # 0.1 to 1.5 s at a time under load (bench/load.py). Given back to the collector at shutdown.
             gc.freeze()
             stack.callback(gc.unfreeze)
+            asyncio.get_running_loop().call_soon(serving.set)
             yield
         finally:
             with anyio.CancelScope(shield=True):
@@ -247,18 +250,23 @@ def _lifespan(
 WORKERS_AFTER_WARM_UP_S = 60.0
 
 
-def _start_when_warm(pool: ReportPool, processes: WorkerProcesses) -> Callable[[], None]:
-    """Start ``processes`` from a thread once the report processes have warmed up (or after
-    ``WORKERS_AFTER_WARM_UP_S``); returns what cancels a start not yet made and waits for the thread.
+def _start_when_warm(
+    pool: ReportPool, processes: WorkerProcesses, serving: threading.Event
+) -> Callable[[], None]:
+    """Start ``processes`` from a thread once the report processes have warmed up and the server is
+    serving (or after ``WORKERS_AFTER_WARM_UP_S``); returns what cancels a start not yet made and waits for
+    the thread.
 
     On a small machine, the job workers' imports (two processes on two cores) would share the CPU with the
-    report process's warm-up and slow the first report page by seconds; a job queued meanwhile waits in the
-    store until they take it.
+    report process's warm-up and slow the first report page by seconds, or with the API's own start and
+    delay its first answer; a job queued meanwhile waits in the store until they take it.
     """
     stopping = threading.Event()
 
     def start() -> None:
         deadline = time.monotonic() + WORKERS_AFTER_WARM_UP_S
+        while not stopping.is_set() and time.monotonic() < deadline and not serving.wait(0.2):
+            pass
         while not stopping.is_set() and time.monotonic() < deadline and not pool.wait_warm(0.2):
             pass
         if not stopping.is_set():
