@@ -6,8 +6,6 @@ they are given)."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -128,15 +126,3 @@ def test_too_few_items_or_one_value_give_a_reason_and_no_icc() -> None:
         "fewer than 3 items rated by every rater (n = 2)",
     )
     assert icc_results(np.full((3, 10), 4.0), ["a", "b", "c"]) == ({}, "every rating has the same value")
-
-
-def test_agreement_in_a_fresh_process_does_not_load_pingouin() -> None:
-    # Importing pingouin (matplotlib, seaborn, statsmodels, pandas) cost a fresh report process ~0.7 s.
-    code = (
-        "import sys, numpy as np; from services.stats import agreement; "
-        "agreement(np.array([[1, 2, 3, 4, 5, 3], [2, 2, 3, 5, 4, 3]], dtype=float), ['a', 'b'], 1, 5, "
-        "n_resamples=20); "
-        "print(sorted(m for m in ('pingouin', 'matplotlib', 'seaborn', 'statsmodels') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
