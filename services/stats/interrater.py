@@ -186,7 +186,9 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
     pingouin rounds its CI95 column to two decimals; these are its formulas (two-way ANOVA mean squares of
     the complete raters x items matrix, F quantiles, Satterthwaite df for the absolute-agreement case). The
     mean squares here are summed their own way (not pingouin's order, as ``_anova_mean_squares`` does), so a
-    limit can differ from pingouin's unrounded one in the last bits.
+    limit can differ from pingouin's unrounded one in the last bits. Kept apart on purpose: these sums give
+    an error mean square of exactly 0 for raters who agree perfectly (no interval), where pingouin's order
+    leaves a rounding residue and an F of ~1e15 (tests/unit/test_stats.py, perfect agreement).
     """
     from scipy.stats import f
 
