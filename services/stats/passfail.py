@@ -230,14 +230,20 @@ def youden_key(tp: IntArray, fp: IntArray, p: IntArray | int, n: IntArray | int)
     return np.asarray(tp, dtype=np.int64) * n - np.asarray(fp, dtype=np.int64) * p
 
 
-def youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
-    """(threshold, J): the highest observed value maximising J = TPR - FPR, passing at or above it (every
-    observed value is a threshold, as roc_curve's; its "nothing passes" left out: a decision rule passes
-    something). J is compared exactly (``youden_key``) and returned as tpr - fpr in floats."""
+def _roc_counts(y: IntArray, score: FloatArray) -> tuple[FloatArray, IntArray, IntArray]:
+    """The distinct scores (ascending) and, at each, the passes and the fails scoring at or above it."""
     values, group = np.unique(score, return_inverse=True)
     yy = np.asarray(y, dtype=np.int64)
     tp = np.bincount(group, weights=yy, minlength=values.size).astype(np.int64)[::-1].cumsum()[::-1]
     fp = np.bincount(group, weights=1 - yy, minlength=values.size).astype(np.int64)[::-1].cumsum()[::-1]
+    return values, tp, fp
+
+
+def youden_cut(y: IntArray, score: FloatArray) -> tuple[float, float]:
+    """(threshold, J): the highest observed value maximising J = TPR - FPR, passing at or above it (every
+    observed value is a threshold, as roc_curve's; its "nothing passes" left out: a decision rule passes
+    something). J is compared exactly (``youden_key``) and returned as tpr - fpr in floats."""
+    values, tp, fp = _roc_counts(y, score)
     p, n = int(tp[0]), int(fp[0])
     key = youden_key(tp, fp, p, n)
     best = values.size - 1 - int(np.argmax(key[::-1]))
@@ -265,10 +271,8 @@ def roc_auc(y: IntArray, score: FloatArray) -> float:
     half), by scikit-learn's ``roc_curve`` and ``auc`` steps: the curve's corners at each distinct score
     (collinear points dropped), rates as exact counts over the totals, the trapezoids summed by numpy; so
     the value is ``roc_auc_score``'s to the last bit."""
-    order = np.argsort(-score, kind="stable")
-    ends = np.r_[np.flatnonzero(np.diff(score[order])), score.size - 1]
-    tps = np.cumsum(y[order].astype(np.float64))[ends]
-    fps = 1 + ends.astype(np.float64) - tps
+    _, tp, fp = _roc_counts(y, score)  # exact counts: the same floats as roc_curve's cumulative sums
+    tps, fps = tp[::-1].astype(np.float64), fp[::-1].astype(np.float64)
     if fps.size > 2:
         corner = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
         fps, tps = fps[corner], tps[corner]
