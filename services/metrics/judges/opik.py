@@ -1,7 +1,8 @@
 """Opik 2.2.122 LLM-judge metrics, each computed by Opik's own metric class (``opik.evaluation.metrics``).
 
-One ``LiteLLMChatModel("openai/<judge model>")`` and one metric object per scoring call, pointed at the
-judge gateway (``track=False`` on the model and the metric), and the metric's own ``ascore`` per sample:
+One model (Opik's ``LiteLLMChatModel("openai/<judge model>")``, whose requests the adapter sends through the
+openai SDK: see ``GatewayModel``) and one metric object per scoring call, pointed at the judge gateway
+(``track=False`` on the model and the metric), and the metric's own ``ascore`` per sample:
 
     opik.hallucination        Hallucination(input, output, context)                      1 judge call
     opik.moderation           Moderation(output)                                         1 judge call
@@ -94,6 +95,10 @@ class _Opik:
     empty_error: type[Exception]  # EmptyLLMResponseError
 
 
+# The arguments of a call Opik's metrics make here that the model sends itself (``GatewayModel``): the rest
+# of ``prepare``'s constructor arguments, and what each metric passes per call.
+_DIRECT = frozenset({"base_url", "api_key", "timeout", "temperature", "response_format", "__opik_retries"})
+
 _loaded: _Opik | None = None
 _load_lock = threading.Lock()
 
@@ -117,15 +122,20 @@ def _load() -> _Opik:
         formats: dict[type, str] = {}
 
         class GatewayModel(LiteLLMChatModel):
-            """Opik retries every failed call 3 times, whatever the error. The gateway already retried the
-            upstream and answers a final failure with a 400: one attempt keeps one judge call per metric per
-            sample, and a failing judge from being asked three times over.
+            """Sends Opik's judge requests itself, on the batch's openai client, in one attempt.
 
-            Each metric passes its answer model as a pydantic class, from which litellm derives the strict
-            JSON schema again on every call (about a tenth of a worker's CPU on Opik's metrics, py-spy). It
-            is derived once per class here, with litellm's own function, and handed over as the dict
-            litellm would have made: the request sent is the same (an OpenAI-compatible provider passes a
-            dict format through unchanged). Each call gets its own copy."""
+            - One attempt: Opik retries every failed call 3 times, whatever the error. The gateway already
+              retried the upstream and answers a final failure with a 400: one attempt keeps one judge call
+              per metric per sample, and a failing judge from being asked three times over.
+            - No litellm per call: for an OpenAI-compatible endpoint litellm sends the messages, the bare
+              model name, the temperature and the strict JSON schema of the metric's answer model, and does
+              its own work besides (provider resolution, parameter mapping, logging objects, a cost
+              estimate): more CPU per request than the rest of the service's path. The same request is
+              sent here through the openai SDK litellm itself uses, and the SDK's answer is what Opik's
+              parser reads (``tests/integration/judges/test_opik_requests.py``: every body is litellm's,
+              every score the same). A call with any other argument goes through litellm as before.
+            - The answer model's schema is derived once per class, with litellm's own function (litellm
+              derives it again on every call)."""
 
             async def agenerate_provider_response(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
                 kwargs["__opik_retries"] = 1
@@ -135,7 +145,17 @@ def _load() -> _Opik:
                     if made is None:
                         made = formats[answer_model] = json.dumps(type_to_response_format_param(answer_model))
                     kwargs["response_format"] = json.loads(made)
-                return await super().agenerate_provider_response(messages, **kwargs)
+                params = {**self._completion_kwargs, **kwargs}
+                client = params.pop("client", None)
+                if client is None or "timeout" not in params or set(params) - _DIRECT:
+                    return await super().agenerate_provider_response(messages, **kwargs)
+                sent = {k: params[k] for k in ("response_format", "temperature") if params.get(k) is not None}
+                return await client.chat.completions.create(
+                    model=self.model_name.split("/", 1)[1],
+                    messages=messages,
+                    timeout=params["timeout"],
+                    **sent,
+                )
 
         _loaded = _Opik(
             model=GatewayModel,

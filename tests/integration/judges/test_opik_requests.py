@@ -1,0 +1,136 @@
+"""The Opik adapter sends its judge requests through the openai SDK, not litellm: every request body must
+be the one litellm sends for the same metric call (Opik's own ``LiteLLMChatModel`` is the oracle), and the
+judge's answer must come back to the metric as the same score and reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from services.metrics.judges import opik as adapter
+from tests.fakellm import FakeLLM
+from tests.judgefake import start_judge
+
+# Every metric the adapter serves, with inputs as its ``_inputs`` gives them; accents, quotes, newlines and
+# an empty reference are in the text on purpose (they pass through two JSON encoders).
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "Hallucination",
+        {"input": "Combien coûte « Essentiel » ?", "output": "9,99 €", "context": ["a\nb", "c"]},
+    ),
+    ("Moderation", {"output": 'Il a dit "non"\t; 😀'}),
+    ("AnswerRelevance", {"input": "Q ?", "output": "A.", "context": ["ctx"]}),
+    ("Usefulness", {"input": "Q ?", "output": "A."}),
+    ("ContextPrecision", {"input": "Q", "output": "A", "expected_output": "", "context": ["x", "y"]}),
+    ("ContextRecall", {"input": "Q", "output": "A", "expected_output": "R", "context": []}),
+]
+
+
+@pytest.fixture
+def judge() -> Iterator[FakeLLM]:
+    server = start_judge()
+    yield server
+    server.stop()
+
+
+def _run(model_class: Any, judge: FakeLLM, examples: list[dict[str, Any]] | None) -> list[Any]:
+    """Each call of ``CALLS`` scored with a model of ``model_class`` built as the adapter builds its own."""
+    from openai import AsyncOpenAI
+    from opik.evaluation import metrics
+
+    async def go() -> list[Any]:
+        async with httpx.AsyncClient() as http:
+            client = AsyncOpenAI(
+                base_url=judge.base_url, api_key="k", http_client=http, max_retries=0, timeout=9
+            )
+            model = model_class(
+                model_name="openai/org/judge-7b",
+                base_url=judge.base_url,
+                api_key="k",
+                track=False,
+                client=client,
+                temperature=0.3,
+                timeout=9,
+            )
+            results = []
+            for name, inputs in CALLS:
+                kwargs: dict[str, Any] = {"model": model, "track": False}
+                if name == "Hallucination" and examples is not None:
+                    kwargs["few_shot_examples"] = examples
+                result = await getattr(metrics, name)(**kwargs).ascore(**inputs)
+                results.append((result.value, result.reason, result.scoring_failed))
+            return results
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_each_request_is_the_one_litellm_sends_and_scores_the_same(
+    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch, language: str
+) -> None:
+    import litellm
+    from opik.evaluation.models import LiteLLMChatModel
+
+    lib = adapter._load()
+    examples = adapter._examples(language)
+    assert (examples is not None) == (language == "fr")
+
+    through_litellm = _run(LiteLLMChatModel, judge, examples)
+    oracle = [json.loads(json.dumps(body)) for body in judge.requests]
+    judge.requests.clear()
+
+    sent: list[Any] = []
+    real = litellm.acompletion
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    direct = _run(lib.model, judge, examples)
+
+    assert sent == [], "the adapter's model went through litellm"
+    assert len(oracle) == len(CALLS)
+    assert judge.requests == oracle
+    assert oracle[0]["model"] == "org/judge-7b" and oracle[0]["temperature"] == 0.3
+    assert direct == through_litellm
+    assert all(not failed for _, _, failed in direct)
+
+
+def test_a_call_with_arguments_it_does_not_send_itself_goes_through_litellm(
+    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litellm
+    from openai import AsyncOpenAI
+
+    lib = adapter._load()
+    sent: list[Any] = []
+    real = litellm.acompletion
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+
+    async def go() -> Any:
+        async with httpx.AsyncClient() as http:
+            client = AsyncOpenAI(base_url=judge.base_url, api_key="k", http_client=http, max_retries=0)
+            model = lib.model(
+                model_name="openai/judge",
+                base_url=judge.base_url,
+                api_key="k",
+                track=False,
+                client=client,
+                timeout=9,
+            )
+            return await model.agenerate_string("Say hi", seed=7)
+
+    assert isinstance(asyncio.run(go()), str)
+    assert len(sent) == 1 and sent[0]["seed"] == 7
+    assert judge.requests[-1]["seed"] == 7
