@@ -16,6 +16,7 @@ from services.reports.data import gather
 from services.reports.schemas import Corr, MetricItem, MetricItems
 from services.reports.service import corr_of
 from services.runs.repository import RunRepository
+from services.stats.reference import rankdata
 
 ANSWER_CHARS = 400
 
@@ -23,8 +24,6 @@ ANSWER_CHARS = 400
 def _percentiles(values: list[float]) -> list[float]:
     if len(values) == 1:
         return [50.0]
-    from scipy.stats import rankdata
-
     ranks = rankdata(np.asarray(values, dtype=np.float64))  # mid-ranks for ties
     return [float((r - 1) / (len(values) - 1) * 100) for r in ranks]
 

@@ -63,7 +63,6 @@ from services.stats.core import (
     CorrMethod,
     complete_pairs,
     near_constant,
-    reference_or_nan,
     warm_up,
 )
 from services.stats.corr_kernels import KendallKernel, SpearmanKernel, correlation_kernel
@@ -105,6 +104,7 @@ from services.stats.passfail import (
 )
 from services.stats.ppi import PpiResult, ppi_mean
 from services.stats.ranks import concordance_per_item, concordance_per_item_numpy
+from services.stats.reference import reference_or_nan
 from services.stats.resampling import (
     BootstrapCI,
     BootstrapKind,

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import stdtrit
 
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence, is_constant
+from services.stats.reference import t_quantile
 from services.stats.resampling import JackknifeCI, jackknife_se
 
 DEFAULT_FOLDS = 5
@@ -118,12 +118,6 @@ def question_folds(questions: list[str], folds: int, seed: int) -> dict[str, int
 
 def _undefined_error(reason: str) -> ErrorFigure:
     return ErrorFigure(None, None, reason)
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile, ``scipy.stats.t.ppf(p, df)`` by its ufunc (``scipy.special.stdtrit``) without the
-    distribution machinery's per-call overhead (the trust analysis asks for dozens per metric)."""
-    return float(stdtrit(df, p))
 
 
 def jackknife_t_interval(

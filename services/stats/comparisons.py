@@ -24,11 +24,11 @@ from services.stats.core import (
     as_vector,
     check_confidence,
     complete_cases,
-    reference_statistic,
     why_undefined,
 )
 from services.stats.corr_kernels import DifferenceKernel, correlation_kernel
 from services.stats.correlations import atanh_ci, atanh_se, fisher_ci
+from services.stats.reference import norm_sf, reference_statistic, t_quantile, t_sf
 from services.stats.resampling import (
     BootstrapCI,
     BootstrapKind,
@@ -177,8 +177,6 @@ def jackknife_differences_many(
     ``bootstrap_differences_many``, or when every leave-one-out difference is equal. Raises ValueError on
     malformed input.
     """
-    from scipy import stats as sps
-
     check_confidence(confidence)
     patterns, undefined, build = _difference_patterns(reference, others, human, method, clusters)
     out = {
@@ -192,7 +190,7 @@ def jackknife_differences_many(
         jack = leave_one_out(kernel, units, chunk_elements)
         n_clusters = units.q if units.clustered else None
         g = units.q
-        t = float(sps.t.ppf(0.5 + confidence / 2, g - 1))
+        t = t_quantile(0.5 + confidence / 2, g - 1)
         for j, name in enumerate(names):
             d = float(theta_hat[j])
             row = jack[j]
@@ -208,7 +206,7 @@ def jackknife_differences_many(
                     None, None, None, g - 1, confidence, units.n, n_clusters, None, why, d
                 )
                 continue
-            p = float(2 * sps.t.sf(abs(d) / se, g - 1))
+            p = 2 * t_sf(abs(d) / se, g - 1)
             out[name] = JackknifeCI(
                 d - t * se, d + t * se, se, g - 1, confidence, units.n, n_clusters, p, None, d
             )
@@ -263,8 +261,6 @@ def williams_t(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
 
     Raises ValueError for n < 4, |r| >= 1, or correlations that cannot come from one correlation matrix.
     """
-    from scipy import stats as sps
-
     _check_rs(n, 4, r12, r13, r23)
     det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
     if det < 0:
@@ -273,7 +269,7 @@ def williams_t(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
     denom = 2 * ((n - 1) / (n - 3)) * det + rbar**2 * (1 - r23) ** 3
     t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denom)
     df = n - 3
-    return DifferenceTest(t, float(2 * sps.t.sf(abs(t), df)), df)
+    return DifferenceTest(t, 2 * t_sf(abs(t), df), df)
 
 
 def steiger_z(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
@@ -281,13 +277,11 @@ def steiger_z(r12: float, r13: float, r23: float, n: int) -> DifferenceTest:
 
     Raises ValueError for n < 4 or |r| >= 1.
     """
-    from scipy import stats as sps
-
     _check_rs(n, 4, r12, r13, r23)
     rbar = (r12 + r13) / 2
     c = (r23 * (1 - 2 * rbar**2) - 0.5 * rbar**2 * (1 - 2 * rbar**2 - r23**2)) / (1 - rbar**2) ** 2
     z = (math.atanh(r12) - math.atanh(r13)) * math.sqrt(n - 3) / math.sqrt(2 - 2 * c)
-    return DifferenceTest(z, float(2 * sps.norm.sf(abs(z))))
+    return DifferenceTest(z, 2 * norm_sf(abs(z)))
 
 
 def zou_c(r12: float, r13: float, r23: float) -> float:
@@ -333,8 +327,6 @@ def rank_difference(
     0.930-0.942 (bench/coverage.py, 1,000 data sets per cell). Raises ValueError when a coefficient is
     +-1, n is too small for the SE formula (Spearman n <= 3, Kendall n <= 4), or a variable is constant.
     """
-    from scipy import stats as sps
-
     ci_kind = "fieller" if method == "spearman" else "fieller-ties"
     r_a = reference_statistic(method, a, human)[0]
     r_b = reference_statistic(method, b, human)[0]
@@ -351,7 +343,7 @@ def rank_difference(
     if var <= 0:
         raise ValueError("the two coefficients' estimates are perfectly correlated")
     z = (math.atanh(r_a) - math.atanh(r_b)) / math.sqrt(var)
-    return ci, DifferenceTest(z, float(2 * sps.norm.sf(abs(z))))
+    return ci, DifferenceTest(z, 2 * norm_sf(abs(z)))
 
 
 def compare_correlations(

@@ -1,5 +1,5 @@
-"""What every topic of the statistics shares: array types, input checks, and the scipy statistics the
-resampling must reproduce.
+"""What every topic of the statistics shares: array types and input checks (the scipy statistics the
+resampling must reproduce are in ``services.stats.reference``).
 
 Also ``warm_up``: the heavy libraries (scipy.stats, krippendorff, the numba kernels
 of services.stats_kernels) are imported inside the functions that use them, so that importing the package
@@ -156,27 +156,6 @@ def why_undefined(x: FloatArray, y: FloatArray, min_n: int = 3) -> str | None:
     if const_y:
         return "constant input (y)"
     return None
-
-
-def reference_statistic(method: CorrMethod, x: FloatArray, y: FloatArray) -> tuple[float, float]:
-    """(coefficient, p-value) from scipy."""
-    # The scipy functions are the reference the bootstrap must reproduce; callers rule out constant input.
-    from scipy import stats as sps
-
-    if method == "pearson":
-        res = sps.pearsonr(x, y)
-    elif method == "spearman":
-        res = sps.spearmanr(x, y)
-    else:
-        res = sps.kendalltau(x, y)
-    return float(res.statistic), float(res.pvalue)
-
-
-def reference_or_nan(method: CorrMethod, x: FloatArray, y: FloatArray) -> float:
-    """The scipy coefficient, NaN when either side is exactly constant (as scipy's own result there)."""
-    if float(np.ptp(x)) == 0.0 or float(np.ptp(y)) == 0.0:
-        return math.nan
-    return reference_statistic(method, x, y)[0]
 
 
 def warm_up() -> None:

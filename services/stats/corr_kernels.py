@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from services.stats.core import CorrMethod, FloatArray, IntArray, reference_or_nan
+from services.stats.core import CorrMethod, FloatArray, IntArray
 from services.stats.ranks import (
     Ties,
     concordance_per_item,
@@ -20,6 +20,7 @@ from services.stats.ranks import (
     signed_sums,
     tie_groups,
 )
+from services.stats.reference import reference_or_nan
 from services.stats.resampling import Kernel
 
 # Bootstrap resamples whose variance is below this fraction of the sample's squared spread are treated as

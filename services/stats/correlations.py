@@ -24,11 +24,11 @@ from services.stats.core import (
     as_vector,
     check_confidence,
     complete_pairs,
-    reference_statistic,
     why_undefined,
     z_critical,
 )
 from services.stats.corr_kernels import correlation_kernel
+from services.stats.reference import reference_statistic
 from services.stats.resampling import (
     BootstrapCI,
     BootstrapKind,

@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from services.stats.core import FloatArray, check_confidence, cohen_kappa, confusion_counts
 from services.stats.correlations import CorrelationResult, pearson, spearman
+from services.stats.reference import f_ppf, f_sf
 
 AlphaLevel = Literal["ordinal", "interval", "nominal"]
 
@@ -190,8 +191,6 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
     an error mean square of exactly 0 for raters who agree perfectly (no interval), where pingouin's order
     leaves a rounding residue and an F of ~1e15 (tests/unit/test_stats.py, perfect agreement).
     """
-    from scipy.stats import f
-
     k, n = data.shape
     x = data.T  # items x raters
     grand = float(x.mean())
@@ -206,14 +205,14 @@ def _icc_intervals(data: FloatArray, confidence: float = 0.95) -> dict[str, tupl
     q = 1 - (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         f1k, f3k = msb / msw, msb / mse
-        f1l, f1u = f1k / f.ppf(q, df1, df1kd), f1k * f.ppf(q, df1kd, df1)
-        f3l, f3u = f3k / f.ppf(q, df1, df2kd), f3k * f.ppf(q, df2kd, df1)
+        f1l, f1u = f1k / f_ppf(q, df1, df1kd), f1k * f_ppf(q, df1kd, df1)
+        f3l, f3u = f3k / f_ppf(q, df1, df2kd), f3k * f_ppf(q, df2kd, df1)
         icc2 = (msb - mse) / (msb + (k - 1) * mse + k * (msj - mse) / n)
         fj = msj / mse
         vn = df2kd * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
         vd = df1 * k**2 * icc2**2 * fj**2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
         v = vn / vd
-        f2u, f2l = f.ppf(q, n - 1, v), f.ppf(q, v, n - 1)
+        f2u, f2l = f_ppf(q, n - 1, v), f_ppf(q, v, n - 1)
         l2 = n * (msb - f2u * mse) / (f2u * (k * msj + (k * n - k - n) * mse) + n * msb)
         u2 = n * (f2l * msb - mse) / (k * msj + (k * n - k - n) * mse + n * f2l * msb)
         return {
@@ -277,8 +276,6 @@ def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccRe
     None, with p = 0 and ICC 1, a defined value; raters who each give one constant integer score make the
     item mean square 0 and some ICCs 0/0, reported as None. Nothing raises for data.
     """
-    from scipy.stats import f
-
     n_raters, n_items = data.shape
     if n_items < 3:
         return {}, f"fewer than 3 items rated by every rater (n = {n_items})"
@@ -291,7 +288,7 @@ def icc_results(data: FloatArray, names: Sequence[str]) -> tuple[dict[str, IccRe
     # thread (reports run in threads).
     with np.errstate(divide="ignore", invalid="ignore"):
         f1k, f2k = msb / msw, msb / mse
-        p1k, p2k = f.sf(f1k, df1, df1kd), f.sf(f2k, df1, df2kd)
+        p1k, p2k = f_sf(f1k, df1, df1kd), f_sf(f2k, df1, df2kd)
         table = (
             ("ICC(1,1)", (msb - msw) / (msb + (k - 1) * msw), f1k, df1kd, p1k),
             ("ICC(A,1)", (msb - mse) / (msb + (k - 1) * mse + k * (msj - mse) / n), f2k, df2kd, p2k),

@@ -26,6 +26,7 @@ from services.stats.core import (
     z_critical,
 )
 from services.stats.ranks import tie_groups
+from services.stats.reference import rankdata, t_quantile
 from services.stats.resampling import (
     BootstrapKind,
     Units,
@@ -399,8 +400,6 @@ def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float
     """A held-out figure with its jackknife-t interval: estimate -+ t se, se the jackknife SE leaving one
     question out (the decisions fixed), t with G - 1 df (precision: the questions the metric passes - 1),
     clipped to the figure's range."""
-    from scipy import stats as sps
-
     if not isinstance(held, _HeldOut):
         return Interval(None, None, None, None, str(held))
     value = held.point[name]
@@ -417,7 +416,7 @@ def _held_out_interval(held: _HeldOut | str | None, name: str, confidence: float
     # 92.9-93.1 % at rho 0.3 (bench/coverage.py); recall's domain, the raters' passes, is fixed by the data,
     # and with its domain df recall over-covers (97.0 % at n = 50).
     df = max(held.passed_questions - 1, 1) if name == "precision" else g - 1
-    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    half = t_quantile(0.5 + confidence / 2, df) * se
     low_bound = -1.0 if name in ("youden_j", "kappa") else 0.0
     return Interval(value, max(low_bound, value - half), min(1.0, value + half), "jackknife-t")
 
@@ -475,8 +474,6 @@ def delong_auc(score: ArrayLike, passed: ArrayLike) -> tuple[float, float]:
     midranks in O(n log n) (Sun & Xu 2014): the placement of each pass among the fails, V10, and of each
     fail among the passes, V01, give var = s2(V10) / n_pass + s2(V01) / n_fail (sample variances). Raises
     ValueError unless there are at least 2 passes and 2 fails."""
-    from scipy import stats as sps
-
     x = as_vector(score, "score")
     flags = np.asarray(passed)
     if flags.shape != x.shape:
@@ -490,9 +487,9 @@ def delong_auc(score: ArrayLike, passed: ArrayLike) -> tuple[float, float]:
     m, n = pos.size, neg.size
     if m < 2 or n < 2:
         raise ValueError(f"need at least 2 passes and 2 fails, got {m} and {n}")
-    both = sps.rankdata(np.concatenate([pos, neg]))
-    v10 = (both[:m] - sps.rankdata(pos)) / n
-    v01 = 1.0 - (both[m:] - sps.rankdata(neg)) / m
+    both = rankdata(np.concatenate([pos, neg]))
+    v10 = (both[:m] - rankdata(pos)) / n
+    v01 = 1.0 - (both[m:] - rankdata(neg)) / m
     return float(v10.mean()), float(v10.var(ddof=1) / m + v01.var(ddof=1) / n)
 
 

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr, ndtri
 
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence
+from services.stats.reference import t_quantile, t_sf
 
 BootstrapKind = Literal["bca", "percentile"]
 
@@ -325,12 +326,10 @@ def expanded_confidence(confidence: float, units: int) -> float:
     samples, which divides by n where the unbiased variance divides by n - 1 and uses normal quantiles
     where t quantiles belong: 0.9577 at G = 50, 0.9539 at G = 100, 0.95 + O(1/G). Raises ValueError for
     G < 2."""
-    from scipy import stats as sps
-
     check_confidence(confidence)
     if units < 2:
         raise ValueError(f"need at least 2 units to expand an interval, got {units}")
-    t = float(sps.t.ppf(0.5 + confidence / 2, units - 1))
+    t = t_quantile(0.5 + confidence / 2, units - 1)
     return float(2 * ndtr(math.sqrt(units / (units - 1)) * t) - 1)
 
 
@@ -338,10 +337,8 @@ def _expanded_p(p: float, units: int) -> float:
     """The p of an expanded interval from the p of the plain one: the nominal 1 - confidence at which the
     expanded interval's limit reaches the null (the plain interval's limit there is at level 1 - p). Not
     for the floor p = 1/n_resamples of a null beyond every resample, which every interval excludes."""
-    from scipy import stats as sps
-
     z = float(ndtri(1 - p / 2))
-    return float(min(1.0, 2 * sps.t.sf(z / math.sqrt(units / (units - 1)), units - 1)))
+    return float(min(1.0, 2 * t_sf(z / math.sqrt(units / (units - 1)), units - 1)))
 
 
 def check_bootstrap_args(kind: str, n_resamples: int, confidence: float) -> None:

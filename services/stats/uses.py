@@ -27,8 +27,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri, stdtr
 
-from services.stats.calibration import Questions, jackknife_t_interval, question_index, t_quantile
+from services.stats.calibration import Questions, jackknife_t_interval, question_index
 from services.stats.core import FloatArray, as_vector
+from services.stats.reference import t_quantile
 from services.stats.resampling import jackknife_se
 
 Decision = Literal["non-inferior", "inferior", "undecided"]
