@@ -121,6 +121,25 @@ def spearmanr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
     return float(rs[1, 0]), float(prob[1, 0])
 
 
+# Up to this many cells (tie groups of x times tie groups of y), pairs are counted from the joint table of
+# the two (a metric against mean ratings: thousands of values by a few); beyond, by a merge over the items.
+_TABLE_CELLS = 1_000_000
+
+
+def _discordant_and_joint_ties(xr: IntArray, yr: IntArray, kx: int, ky: int) -> tuple[int, int]:
+    """Discordant pairs and pairs tied in both x and y, from the tie groups (dense ranks) of each item."""
+    if kx * ky <= _TABLE_CELLS:
+        table = np.bincount(xr * ky + yr, minlength=kx * ky).reshape(kx, ky)
+        below_x = np.cumsum(table, axis=0) - table  # items with a lower x, per y group
+        # items with a lower x and a higher y than each cell
+        lower_x_higher_y = np.cumsum(below_x[:, ::-1], axis=1)[:, ::-1] - below_x
+        return int((table * lower_x_higher_y).sum()), int((table * (table - 1) // 2).sum())
+    ones = np.ones((1, xr.size), dtype=np.int64)
+    dis = int(lower_left(xr, (ky - 1) - yr, ones)[1].sum())
+    joint = np.unique(xr * ky + yr, return_counts=True)[1].astype(np.int64)
+    return dis, int((joint * (joint - 1) // 2).sum())
+
+
 def _tie_stats(sizes: IntArray) -> tuple[int, int, int]:
     cnt = sizes.astype(np.int64)
     cnt = cnt[cnt > 1]
@@ -135,15 +154,11 @@ def kendalltau(x: FloatArray, y: FloatArray) -> tuple[float, float]:
     """``scipy.stats.kendalltau(x, y)``: (tau-b, two-sided p-value), the exact null distribution without
     ties for n <= 33 (or at most one discordant or concordant pair), the normal approximation otherwise.
 
-    The pair counts are exact integers (``services.stats.ranks.lower_left``), from which tau-b and the
-    p-value follow in scipy's order of operations."""
+    The pair counts are exact integers (``_discordant_and_joint_ties``), from which tau-b and the p-value
+    follow in scipy's order of operations."""
     size = x.size
     tx, ty = tie_groups(x), tie_groups(y)
-    xr, yr = tx.group, ty.group
-    ones = np.ones((1, size), dtype=np.int64)
-    dis = int(lower_left(xr, int(yr.max()) - yr, ones)[1].sum())
-    joint = np.unique(xr * (int(yr.max()) + 1) + yr, return_counts=True)[1].astype(np.int64)
-    ntie = int((joint * (joint - 1) // 2).sum())
+    dis, ntie = _discordant_and_joint_ties(tx.group, ty.group, tx.sizes.size, ty.sizes.size)
     xtie, x0, x1 = _tie_stats(tx.sizes)
     ytie, y0, y1 = _tie_stats(ty.sizes)
     tot = (size * (size - 1)) // 2
