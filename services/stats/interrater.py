@@ -108,26 +108,31 @@ def ordinal_alpha_resamples(data: FloatArray, domain: list[float], idx: np.ndarr
     value_domain=domain)`` on each resample.
 
     The coincidence matrix of a resample is the sum of its items' own coincidence matrices, weighted by how
-    often each item was drawn, so every resample is one row of a matrix product; the ordinal distances
-    depend on the resample's value counts and are computed for all resamples together.
+    often each item was drawn (items with the same value counts share one matrix), so every resample is one
+    row of a matrix product; the ordinal distances depend on the resample's value counts and are computed for
+    all resamples together.
     """
-    n_items = data.shape[1]
     dom = np.asarray(domain, dtype=float)
     v = dom.size
-    # Value counts per item (items x values), then each item's coincidences (items x V*V).
+    # Value counts per item (items x values). Items with the same counts have the same coincidences, and a
+    # study's items share a few dozen count patterns at most (2 raters on a 1-5 scale: 15), so each
+    # resample's coincidence matrix is its draws per pattern times the patterns' coincidences.
     counts = np.stack([(data == value).sum(axis=0) for value in dom], axis=1).astype(float)
-    pairable = np.maximum(counts.sum(axis=1), 2.0)
-    per_item = counts[:, :, None] * counts[:, None, :]
-    per_item[:, np.arange(v), np.arange(v)] -= counts
-    per_item = (per_item / (pairable - 1)[:, None, None]).reshape(n_items, v * v)
+    patterns, pattern_of = np.unique(counts, axis=0, return_inverse=True)
+    pattern_of = pattern_of.reshape(-1)
+    n_patterns = patterns.shape[0]
+    pairable = np.maximum(patterns.sum(axis=1), 2.0)
+    per_pattern = patterns[:, :, None] * patterns[:, None, :]
+    per_pattern[:, np.arange(v), np.arange(v)] -= patterns
+    per_pattern = (per_pattern / (pairable - 1)[:, None, None]).reshape(n_patterns, v * v)
     out = np.empty(idx.shape[0])
     lo, hi = np.triu_indices(v)
-    for start in range(0, idx.shape[0], 200):  # bounded memory: 200 resamples x items weights at a time
+    for start in range(0, idx.shape[0], 200):  # bounded memory: 200 resamples x items at a time
         block = idx[start : start + 200]
         b = block.shape[0]
-        flat = (np.arange(b)[:, None] * n_items + block).ravel()
-        weights = np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(float)
-        o = (weights @ per_item).reshape(b, v, v)
+        flat = (np.arange(b)[:, None] * n_patterns + pattern_of[block]).ravel()
+        weights = np.bincount(flat, minlength=b * n_patterns).reshape(b, n_patterns).astype(float)
+        o = (weights @ per_pattern).reshape(b, v, v)
         n_v = o.sum(axis=1)
         n = n_v.sum(axis=1)
         cum = np.concatenate([np.zeros((b, 1)), np.cumsum(n_v, axis=1)], axis=1)
