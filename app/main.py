@@ -227,10 +227,8 @@ def _lifespan(
                     gateway = await anyio.to_thread.run_sync(core.scoring.gateway_url)
                     processes = WorkerProcesses(settings, gateway, count, worker_runtime)
                     stack.callback(processes.stop)
-                    if resources.report_pool.processes:
-                        stack.callback(_start_when_warm(resources.report_pool, processes, serving))
-                    else:
-                        await anyio.to_thread.run_sync(processes.start)
+                    # Started once the server serves (and the report processes, if any, have warmed up).
+                    stack.callback(_start_when_warm(resources.report_pool, processes, serving))
             resources.worker, resources.worker_processes = worker, processes
             # What start-up made (modules, classes, the app) lives as long as the app: out of the
             # collector's full passes, which otherwise traverse all of it and stopped every request for
@@ -253,9 +251,9 @@ WORKERS_AFTER_WARM_UP_S = 60.0
 def _start_when_warm(
     pool: ReportPool, processes: WorkerProcesses, serving: threading.Event
 ) -> Callable[[], None]:
-    """Start ``processes`` from a thread once the report processes have warmed up and the server is
-    serving (or after ``WORKERS_AFTER_WARM_UP_S``); returns what cancels a start not yet made and waits for
-    the thread.
+    """Start ``processes`` from a thread once the server is serving and the report processes (when there
+    are any) have warmed up, or after ``WORKERS_AFTER_WARM_UP_S``; returns what cancels a start not yet made
+    and waits for the thread.
 
     On a small machine, the job workers' imports (two processes on two cores) would share the CPU with the
     report process's warm-up and slow the first report page by seconds, or with the API's own start and

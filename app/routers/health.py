@@ -89,9 +89,9 @@ def _workers_alive(request: Request) -> Check | None:
         return None
     processes = resources.worker_processes
     if processes is not None and not processes.processes:
-        # Started once the report process has warmed up (app.main, at most a minute after start-up): not
-        # failed, and a job queued meanwhile waits in the store for them.
-        return Check(ok=True, detail=f"{processes.count} worker processes starting after the report warm-up")
+        # Started once the server serves and the report processes have warmed up (app.main, at most a
+        # minute after start-up): not failed, and a job queued meanwhile waits in the store for them.
+        return Check(ok=True, detail=f"{processes.count} worker processes starting after start-up")
     if processes is not None:
         alive = sum(1 for p in processes.processes if p.is_alive())
         total = len(processes.processes)

@@ -34,7 +34,11 @@ def test_worker_processes_score_through_the_apps_gateway_and_stop_with_it(
         s.jobs.embedded_worker, s.jobs.worker_processes, s.jobs.poll_interval_s = True, 1, 0.05
         with admin_client(create_app(s)) as client:
             app: Any = client.app
-            pids = app.state.resources.worker_processes.pids
+            # Started from a thread once the server serves (app.main._start_when_warm).
+            deadline = time.monotonic() + 60
+            while not (pids := app.state.resources.worker_processes.pids):
+                assert time.monotonic() < deadline, "the worker process did not start"
+                time.sleep(0.05)
             assert len(pids) == 1 and app.state.resources.worker is None
             run = make_run(client, load_mini(client))
             outputs = [
