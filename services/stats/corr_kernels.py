@@ -15,6 +15,7 @@ from services.stats.core import CorrMethod, FloatArray, IntArray
 from services.stats.ranks import (
     Ties,
     concordance_per_item,
+    concordance_per_item_numpy,
     doubled_midranks,
     lower_left,
     signed_sums,
@@ -79,7 +80,7 @@ class PearsonKernel(_CorrelationKernel):
         # A (near-)constant resample has no correlation; scipy returns NaN for it as well.
         return np.where((vx <= floor_x) | (vh <= self.floor_h), np.nan, r)
 
-    def resample(self, counts: IntArray) -> FloatArray:
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
         m = self.n_stats
         # Items drawn per resample: n for an item bootstrap, varying when whole clusters are drawn.
         n = counts.sum(axis=1, keepdims=True).astype(np.float64)
@@ -87,7 +88,7 @@ class PearsonKernel(_CorrelationKernel):
         sh, shh = s[:, 3 * m : 3 * m + 1], s[:, 3 * m + 1 : 3 * m + 2]
         return self._r(s[:, :m], s[:, m : 2 * m], s[:, 2 * m : 3 * m], sh, shh, n, self.floor_x)
 
-    def jackknife(self) -> FloatArray:
+    def jackknife(self, compiled: bool = True) -> FloatArray:
         xc, hc, m = self.xc, self.hc, self.h.size - 1
         sx = xc.sum(axis=1, keepdims=True) - xc
         sh = hc.sum() - hc
@@ -132,7 +133,12 @@ class _RankKernel(_CorrelationKernel):
         self.h_ties = tie_groups(human)
         self.layout = _sorted_layout(self.x_ties, self.h_ties)
 
-    def resample(self, counts: IntArray) -> FloatArray:
+    def resample_numpy(self, counts: IntArray) -> FloatArray:
+        raise NotImplementedError
+
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
+        if not compiled:
+            return self.resample_numpy(counts)
         out = np.empty((counts.shape[0], self.n_stats))
         h = self.h_ties
         orders, last, levels = self.layout
@@ -169,18 +175,23 @@ class SpearmanKernel(_RankKernel):
                 out[:, j] = (sxy - centre).astype(np.float64) / np.sqrt(vx * vh)
         return out
 
-    def jackknife(self) -> FloatArray:
-        return np.vstack([_spearman_jackknife(t, self.h_ties) for t in self.x_ties])
+    def jackknife(self, compiled: bool = True) -> FloatArray:
+        return np.vstack([_spearman_jackknife(t, self.h_ties, compiled) for t in self.x_ties])
 
 
-def _spearman_jackknife(tx: Ties, th: Ties) -> FloatArray:
+def _concordance(tx: Ties, th: Ties, compiled: bool) -> FloatArray:
+    of = concordance_per_item if compiled else concordance_per_item_numpy
+    return of(tx.group, th.group)
+
+
+def _spearman_jackknife(tx: Ties, th: Ties, compiled: bool) -> FloatArray:
     # Leaving item i out lowers the doubled rank of item j by 1 + sign(x_j - x_i); expanding the rank sums
     # gives every leave-one-out rho from a few O(n log n) sums (all integer valued, so exact in float64).
     n = tx.group.size
     m = n - 1
     a = doubled_midranks(tx) - 1.0
     b = doubled_midranks(th) - 1.0
-    k = concordance_per_item(tx.group, th.group)
+    k = _concordance(tx, th, compiled)
     sxy = float((a * b).sum()) - a * b - signed_sums(th, a) - signed_sums(tx, b) + k
     sxx = float((a * a).sum()) - a * a - 2.0 * signed_sums(tx, a) + (n - tx.sizes[tx.group])
     shh = float((b * b).sum()) - b * b - 2.0 * signed_sums(th, b) + (n - th.sizes[th.group])
@@ -241,7 +252,7 @@ class KendallKernel(_RankKernel):
             out[:, j] = _tau_b(concordance(t, counts), tot, self._tie_pairs(t, counts), ytie)
         return out
 
-    def jackknife(self) -> FloatArray:
+    def jackknife(self, compiled: bool = True) -> FloatArray:
         n = self.h.size
         m = n - 1
         tot = float(m * (m - 1) // 2)
@@ -249,7 +260,7 @@ class KendallKernel(_RankKernel):
         ytie = float((th.sizes * (th.sizes - 1) // 2).sum()) - (th.sizes[th.group] - 1)
         rows = []
         for t in self.x_ties:
-            k = concordance_per_item(t.group, th.group)
+            k = _concordance(t, th, compiled)
             xtie = float((t.sizes * (t.sizes - 1) // 2).sum()) - (t.sizes[t.group] - 1)
             rows.append(_tau_b(k.sum() / 2.0 - k, tot, xtie.astype(np.float64), ytie.astype(np.float64)))
         return np.vstack(rows)
@@ -262,15 +273,15 @@ class DifferenceKernel:
         self.inner = inner
         self.n_stats = inner.n_stats - 1
 
-    def resample(self, counts: IntArray) -> FloatArray:
-        v = self.inner.resample(counts)
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
+        v = self.inner.resample(counts, compiled)
         return v[:, :1] - v[:, 1:]
 
     def exact(self, idx: IntArray, j: int) -> float:
         return self.inner.exact(idx, 0) - self.inner.exact(idx, j + 1)
 
-    def jackknife(self) -> FloatArray:
-        v = self.inner.jackknife()
+    def jackknife(self, compiled: bool = True) -> FloatArray:
+        v = self.inner.jackknife(compiled)
         return v[:1] - v[1:]
 
 

@@ -33,6 +33,7 @@ from services.stats.resampling import (
     bootstrap_distribution,
     bootstrap_limits,
     check_bootstrap_args,
+    compiled_pays,
     jackknife_se,
     leave_one_out,
     min_units_reason,
@@ -121,7 +122,9 @@ class PassFailKernel:
         w = (counts * flags)[:, self.ties.order]
         return np.add.reduceat(w, self.ties.starts, axis=1) if self.ties.has_ties else w
 
-    def resample(self, counts: IntArray) -> FloatArray:
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
+        if not compiled:
+            return self.resample_numpy(counts)
         out = np.empty((counts.shape[0], self.n_stats))
         t = self.ties
         bounds = np.append(t.starts, t.group.size).astype(np.int64)
@@ -173,9 +176,9 @@ class PassFailKernel:
 
     def exact(self, idx: IntArray, j: int) -> float:
         counts = np.bincount(idx, minlength=self.passed.size)[None, :].astype(np.int64)
-        return float(self.resample(counts)[0, j])
+        return float(self.resample_numpy(counts)[0, j])  # one row: not worth loading the compiled kernel
 
-    def jackknife(self) -> FloatArray:
+    def jackknife(self, compiled: bool = True) -> FloatArray:
         """Leave-one-item-out AUC in closed form, O(n log n) (re-running every figure on n resamples of
         n items was O(n^2): 38 s at 10,000 items); the rows of the other figures are NaN. Reports no longer
         reach it (AUC on independent outputs has DeLong's interval, and clusters are left out whole through
@@ -333,14 +336,14 @@ class _PassFailManyKernel:
         self.width = kernels[0].n_stats
         self.n_stats = len(kernels) * self.width
 
-    def resample(self, counts: IntArray) -> FloatArray:
-        return np.hstack([k.resample(counts) for k in self.kernels])
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
+        return np.hstack([k.resample(counts, compiled) for k in self.kernels])
 
     def exact(self, idx: IntArray, j: int) -> float:
         return self.kernels[j // self.width].exact(idx, j % self.width)
 
-    def jackknife(self) -> FloatArray:
-        return np.vstack([k.jackknife() for k in self.kernels])
+    def jackknife(self, compiled: bool = True) -> FloatArray:
+        return np.vstack([k.jackknife(compiled) for k in self.kernels])
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,8 +557,9 @@ def pass_fail_many(
         kernel = _PassFailManyKernel([PassFailKernel(points[n].score, points[n].passed) for n in names])
         # Only AUC on clustered data is bootstrapped: on independent outputs it has DeLong's interval.
         if n_resamples > 0 and units.clustered:
-            theta_b = bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
-            jack = leave_one_out(kernel, units, chunk_elements)
+            compiled = compiled_pays(n_resamples * units.n * kernel.n_stats, units.n)
+            theta_b = bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements, compiled)
+            jack = leave_one_out(kernel, units, chunk_elements, compiled)
             for m, name in enumerate(names):
                 draws[name] = theta_b[m * width : (m + 1) * width], jack[m * width : (m + 1) * width]
         else:

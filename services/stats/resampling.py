@@ -11,6 +11,7 @@ interval and the small-sample expansion follow scipy's operations one for one.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -70,15 +71,16 @@ class Kernel(Protocol):
 
     n_stats: int
 
-    def resample(self, counts: IntArray) -> FloatArray:
-        """(rows, M) statistic for each resample given as per-item counts; NaN where undefined."""
+    def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
+        """(rows, M) statistic for each resample given as per-item counts; NaN where undefined. With
+        ``compiled`` False, without the compiled kernels (the same floats: see ``compiled_pays``)."""
         ...
 
     def exact(self, idx: IntArray, j: int) -> float:
         """The reference (scipy) statistic of metric j on one resample given by its item indices."""
         ...
 
-    def jackknife(self) -> FloatArray:
+    def jackknife(self, compiled: bool = True) -> FloatArray:
         """(M, n) leave-one-item-out statistics."""
         ...
 
@@ -115,6 +117,22 @@ def units_of(clusters: ArrayLike | None, keep: NDArray[np.bool_]) -> Units:
     return Units(n, q, None) if q == n else Units(n, q, codes)
 
 
+# A resample job of up to this many items and this much work (resamples x items x statistics) runs on the
+# kernels' numpy versions in a process that has not loaded the compiled ones (services.stats_kernels):
+# importing numba and loading a kernel from its cache takes 0.3-0.4 s, longer than numpy takes for such a job
+# (a study of a few hundred outputs, 2,000 resamples; Kendall's numpy version grows with the items squared:
+# bench/kernel_choice.py). Both give the same floats (tests/unit/test_kernel_choice.py).
+NUMPY_MAX_ITEMS = 500
+NUMPY_MAX_WORK = 6_000_000
+
+
+def compiled_pays(work: int, items: int) -> bool:
+    """Whether a resample job of ``work`` over ``items`` runs on the compiled kernels: when this process has
+    loaded them already, or when the job is too big for numpy to finish before they would have loaded."""
+    small = items <= NUMPY_MAX_ITEMS and work <= NUMPY_MAX_WORK
+    return not small or "services.stats_kernels" in sys.modules
+
+
 def resample_counts(idx: IntArray, size: int | None = None) -> IntArray:
     """(rows, size) how often each item is drawn in each row of the index matrix ``idx``."""
     rows, n = idx.shape
@@ -124,7 +142,7 @@ def resample_counts(idx: IntArray, size: int | None = None) -> IntArray:
 
 
 def bootstrap_distribution(
-    kernel: Kernel, units: Units, n_resamples: int, seed: int, chunk_elements: int
+    kernel: Kernel, units: Units, n_resamples: int, seed: int, chunk_elements: int, compiled: bool = True
 ) -> FloatArray:
     """(M, n_resamples) statistics on the resamples scipy.stats.bootstrap draws for this seed.
 
@@ -141,7 +159,7 @@ def bootstrap_distribution(
         idx = rng.integers(0, units.q, size=(rows, units.q), dtype=np.int64)
         drawn = resample_counts(idx)
         counts = drawn if units.codes is None else drawn[:, units.codes]
-        values = kernel.resample(counts)
+        values = kernel.resample(counts, compiled)
         # A resample that is a permutation of the data equals the estimate in exact arithmetic; whether it
         # lands just below or above depends on rounding, so take scipy's own value for it.
         for r in np.flatnonzero(drawn.max(axis=1) == 1):
@@ -151,16 +169,16 @@ def bootstrap_distribution(
     return out
 
 
-def leave_one_out(kernel: Kernel, units: Units, chunk_elements: int) -> FloatArray:
+def leave_one_out(kernel: Kernel, units: Units, chunk_elements: int, compiled: bool = True) -> FloatArray:
     """(M, q) leave-one-unit-out statistics: items (closed forms) or whole clusters (through resample)."""
     if units.codes is None:
-        return kernel.jackknife()
+        return kernel.jackknife(compiled)
     out = np.empty((kernel.n_stats, units.q))
     rows_per_chunk = max(1, chunk_elements // units.n)
     for start in range(0, units.q, rows_per_chunk):
         left_out = np.arange(start, min(units.q, start + rows_per_chunk))
         counts = (units.codes[None, :] != left_out[:, None]).astype(np.int64)
-        out[:, left_out] = kernel.resample(counts).T
+        out[:, left_out] = kernel.resample(counts, compiled).T
     return out
 
 
@@ -383,8 +401,9 @@ def bootstrap_patterns(
         keep = np.frombuffer(key, dtype=np.bool_)
         units = units_of(clusters, keep)
         kernel, theta_hat = build(keep, names)
-        theta_b = bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements)
-        jack = leave_one_out(kernel, units, chunk_elements) if ci_method == "bca" else None
+        compiled = compiled_pays(n_resamples * units.n * kernel.n_stats, units.n)
+        theta_b = bootstrap_distribution(kernel, units, n_resamples, seed, chunk_elements, compiled)
+        jack = leave_one_out(kernel, units, chunk_elements, compiled) if ci_method == "bca" else None
         results = _intervals(theta_hat, theta_b, jack, ci_method, confidence, seed, units, expand)
         out.update(zip(names, results, strict=True))
     return out
