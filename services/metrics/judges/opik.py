@@ -113,6 +113,7 @@ def _load() -> _Opik:
         import litellm
         import opik.exceptions
         from litellm.llms.base_llm.base_utils import type_to_response_format_param
+        from litellm.utils import get_optional_params
         from opik.evaluation import metrics
         from opik.evaluation.models import LiteLLMChatModel
 
@@ -120,6 +121,23 @@ def _load() -> _Opik:
         litellm.suppress_debug_info = True
         # The response_format litellm makes of each answer model (a pydantic class), as JSON, by class.
         formats: dict[type, str] = {}
+        # Whether litellm sends a model's parameters unchanged, by model and parameters (see as_is).
+        unchanged: dict[tuple[Any, ...], bool] = {}
+
+        def as_is(model: str, sent: dict[str, Any]) -> bool:
+            """Whether litellm passes ``sent`` to this OpenAI-compatible model unchanged: it refuses or
+            rewrites some for some models (OpenAI's o-series and gpt-5 take no temperature but 1), and
+            those calls go through litellm. Asked of litellm's own parameter mapping, once per model and
+            parameters (the response format by its type: its schema passes through as it is)."""
+            shape = {k: (v.get("type") if k == "response_format" else v) for k, v in sent.items()}
+            key = (model, tuple(sorted(shape.items())))
+            if key not in unchanged:
+                try:
+                    mapped = get_optional_params(model=model, custom_llm_provider="openai", **sent)
+                except Exception:  # UnsupportedParamsError: litellm's path raises it as litellm does
+                    mapped = None
+                unchanged[key] = mapped == {**sent, "stream": False, "extra_body": {}}
+            return unchanged[key]
 
         class GatewayModel(LiteLLMChatModel):
             """Sends Opik's judge requests itself, on the batch's openai client, in one attempt.
@@ -133,7 +151,8 @@ def _load() -> _Opik:
               estimate): more CPU per request than the rest of the service's path. The same request is
               sent here through the openai SDK litellm itself uses, and the SDK's answer is what Opik's
               parser reads (``tests/integration/judges/test_opik_requests.py``: every body is litellm's,
-              every score the same). A call with any other argument goes through litellm as before.
+              every score the same). A call with any other argument, or one whose parameters litellm would
+              refuse or rewrite for its model (``as_is``), goes through litellm as before.
             - The answer model's schema is derived once per class, with litellm's own function (litellm
               derives it again on every call)."""
 
@@ -147,14 +166,13 @@ def _load() -> _Opik:
                     kwargs["response_format"] = json.loads(made)
                 params = {**self._completion_kwargs, **kwargs}
                 client = params.pop("client", None)
-                if client is None or "timeout" not in params or set(params) - _DIRECT:
-                    return await super().agenerate_provider_response(messages, **kwargs)
                 sent = {k: params[k] for k in ("response_format", "temperature") if params.get(k) is not None}
+                model = self.model_name.split("/", 1)[1]
+                direct = client is not None and "timeout" in params and not set(params) - _DIRECT
+                if not direct or not as_is(model, sent):
+                    return await super().agenerate_provider_response(messages, **kwargs)
                 return await client.chat.completions.create(
-                    model=self.model_name.split("/", 1)[1],
-                    messages=messages,
-                    timeout=params["timeout"],
-                    **sent,
+                    model=model, messages=messages, timeout=params["timeout"], **sent
                 )
 
         _loaded = _Opik(

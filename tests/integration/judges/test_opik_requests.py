@@ -134,3 +134,58 @@ def test_a_call_with_arguments_it_does_not_send_itself_goes_through_litellm(
     assert isinstance(asyncio.run(go()), str)
     assert len(sent) == 1 and sent[0]["seed"] == 7
     assert judge.requests[-1]["seed"] == 7
+
+
+@pytest.mark.parametrize(
+    ("model", "through_litellm"),
+    # gpt-5-mini: Opik itself drops its temperature, and litellm sends the rest as it is.
+    [("gpt-4o-mini", False), ("o3-mini", True), ("gpt-5-mini", False), ("org/judge-7b", False)],
+)
+def test_models_whose_parameters_litellm_rewrites_go_through_litellm(
+    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch, model: str, through_litellm: bool
+) -> None:
+    # At temperature 0, litellm refuses the temperature of OpenAI's o-series models: those calls take
+    # litellm's path, so that what reaches the judge (or the error) is litellm's.
+    import litellm
+    from openai import AsyncOpenAI
+    from opik.evaluation import metrics
+    from opik.evaluation.models import LiteLLMChatModel
+
+    lib = adapter._load()
+    sent: list[Any] = []
+    real = litellm.acompletion
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        sent.append(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+
+    def outcome(model_class: Any) -> tuple[Any, list[dict[str, Any]]]:
+        judge.requests.clear()
+
+        async def go() -> Any:
+            async with httpx.AsyncClient() as http:
+                client = AsyncOpenAI(base_url=judge.base_url, api_key="k", http_client=http, max_retries=0)
+                made = model_class(
+                    model_name=f"openai/{model}",
+                    base_url=judge.base_url,
+                    api_key="k",
+                    track=False,
+                    client=client,
+                    temperature=0.0,
+                    timeout=9,
+                )
+                try:
+                    result = await metrics.Moderation(model=made, track=False).ascore(output="a")
+                except Exception as exc:
+                    return type(exc).__name__
+                return result.value, result.scoring_failed
+
+        return asyncio.run(go()), [json.loads(json.dumps(b)) for b in judge.requests]
+
+    oracle = outcome(LiteLLMChatModel)
+    sent.clear()
+    ours = outcome(lib.model)
+    assert ours == oracle
+    assert bool(sent) is through_litellm
