@@ -32,6 +32,22 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 @pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every call made through litellm from here on."""
+    import litellm
+
+    calls: list[dict[str, Any]] = []
+    real = litellm.acompletion
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    return calls
+
+
+@pytest.fixture
 def judge() -> Iterator[FakeLLM]:
     server = start_judge()
     yield server
@@ -71,9 +87,8 @@ def _run(model_class: Any, judge: FakeLLM, examples: list[dict[str, Any]] | None
 
 @pytest.mark.parametrize("language", ["en", "fr"])
 def test_each_request_is_the_one_litellm_sends_and_scores_the_same(
-    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch, language: str
+    judge: FakeLLM, sent: list[dict[str, Any]], language: str
 ) -> None:
-    import litellm
     from opik.evaluation.models import LiteLLMChatModel
 
     lib = adapter._load()
@@ -82,16 +97,10 @@ def test_each_request_is_the_one_litellm_sends_and_scores_the_same(
 
     through_litellm = _run(LiteLLMChatModel, judge, examples)
     oracle = [json.loads(json.dumps(body)) for body in judge.requests]
+    assert len(sent) == len(CALLS)  # Opik's own model: every call through litellm
     judge.requests.clear()
+    sent.clear()
 
-    sent: list[Any] = []
-    real = litellm.acompletion
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        sent.append(kwargs)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", counted)
     direct = _run(lib.model, judge, examples)
 
     assert sent == [], "the adapter's model went through litellm"
@@ -103,20 +112,11 @@ def test_each_request_is_the_one_litellm_sends_and_scores_the_same(
 
 
 def test_a_call_with_arguments_it_does_not_send_itself_goes_through_litellm(
-    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    judge: FakeLLM, sent: list[dict[str, Any]]
 ) -> None:
-    import litellm
     from openai import AsyncOpenAI
 
     lib = adapter._load()
-    sent: list[Any] = []
-    real = litellm.acompletion
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        sent.append(kwargs)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", counted)
 
     async def go() -> Any:
         async with httpx.AsyncClient() as http:
@@ -142,24 +142,15 @@ def test_a_call_with_arguments_it_does_not_send_itself_goes_through_litellm(
     [("gpt-4o-mini", False), ("o3-mini", True), ("gpt-5-mini", False), ("org/judge-7b", False)],
 )
 def test_models_whose_parameters_litellm_rewrites_go_through_litellm(
-    judge: FakeLLM, monkeypatch: pytest.MonkeyPatch, model: str, through_litellm: bool
+    judge: FakeLLM, sent: list[dict[str, Any]], model: str, through_litellm: bool
 ) -> None:
     # At temperature 0, litellm refuses the temperature of OpenAI's o-series models: those calls take
     # litellm's path, so that what reaches the judge (or the error) is litellm's.
-    import litellm
     from openai import AsyncOpenAI
     from opik.evaluation import metrics
     from opik.evaluation.models import LiteLLMChatModel
 
     lib = adapter._load()
-    sent: list[Any] = []
-    real = litellm.acompletion
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        sent.append(kwargs)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "acompletion", counted)
 
     def outcome(model_class: Any) -> tuple[Any, list[dict[str, Any]]]:
         judge.requests.clear()
