@@ -54,25 +54,29 @@ def judge() -> Iterator[FakeLLM]:
     server.stop()
 
 
+def _model(model_class: Any, judge: FakeLLM, http: httpx.AsyncClient, name: str, **options: Any) -> Any:
+    """A model of ``model_class`` for the judge model ``name``, built as the adapter builds its own."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=judge.base_url, api_key="k", http_client=http, max_retries=0, timeout=9)
+    return model_class(
+        model_name=f"openai/{name}",
+        base_url=judge.base_url,
+        api_key="k",
+        track=False,
+        client=client,
+        timeout=9,
+        **options,
+    )
+
+
 def _run(model_class: Any, judge: FakeLLM, examples: list[dict[str, Any]] | None) -> list[Any]:
     """Each call of ``CALLS`` scored with a model of ``model_class`` built as the adapter builds its own."""
-    from openai import AsyncOpenAI
     from opik.evaluation import metrics
 
     async def go() -> list[Any]:
         async with httpx.AsyncClient() as http:
-            client = AsyncOpenAI(
-                base_url=judge.base_url, api_key="k", http_client=http, max_retries=0, timeout=9
-            )
-            model = model_class(
-                model_name="openai/org/judge-7b",
-                base_url=judge.base_url,
-                api_key="k",
-                track=False,
-                client=client,
-                temperature=0.3,
-                timeout=9,
-            )
+            model = _model(model_class, judge, http, "org/judge-7b", temperature=0.3)
             results = []
             for name, inputs in CALLS:
                 kwargs: dict[str, Any] = {"model": model, "track": False}
@@ -114,22 +118,11 @@ def test_each_request_is_the_one_litellm_sends_and_scores_the_same(
 def test_a_call_with_arguments_it_does_not_send_itself_goes_through_litellm(
     judge: FakeLLM, sent: list[dict[str, Any]]
 ) -> None:
-    from openai import AsyncOpenAI
-
     lib = adapter._load()
 
     async def go() -> Any:
         async with httpx.AsyncClient() as http:
-            client = AsyncOpenAI(base_url=judge.base_url, api_key="k", http_client=http, max_retries=0)
-            model = lib.model(
-                model_name="openai/judge",
-                base_url=judge.base_url,
-                api_key="k",
-                track=False,
-                client=client,
-                timeout=9,
-            )
-            return await model.agenerate_string("Say hi", seed=7)
+            return await _model(lib.model, judge, http, "judge").agenerate_string("Say hi", seed=7)
 
     assert isinstance(asyncio.run(go()), str)
     assert len(sent) == 1 and sent[0]["seed"] == 7
@@ -146,7 +139,6 @@ def test_models_whose_parameters_litellm_rewrites_go_through_litellm(
 ) -> None:
     # At temperature 0, litellm refuses the temperature of OpenAI's o-series models: those calls take
     # litellm's path, so that what reaches the judge (or the error) is litellm's.
-    from openai import AsyncOpenAI
     from opik.evaluation import metrics
     from opik.evaluation.models import LiteLLMChatModel
 
@@ -157,16 +149,7 @@ def test_models_whose_parameters_litellm_rewrites_go_through_litellm(
 
         async def go() -> Any:
             async with httpx.AsyncClient() as http:
-                client = AsyncOpenAI(base_url=judge.base_url, api_key="k", http_client=http, max_retries=0)
-                made = model_class(
-                    model_name=f"openai/{model}",
-                    base_url=judge.base_url,
-                    api_key="k",
-                    track=False,
-                    client=client,
-                    temperature=0.0,
-                    timeout=9,
-                )
+                made = _model(model_class, judge, http, model, temperature=0.0)
                 try:
                     result = await metrics.Moderation(model=made, track=False).ascore(output="a")
                 except Exception as exc:
