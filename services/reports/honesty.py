@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy.special import ndtri
-
 from services.reports.schemas import (
     Analysis,
     Corr,
@@ -22,6 +20,7 @@ from services.reports.schemas import (
     ReportRead,
     ReportWarning,
 )
+from services.stats import special
 
 # The bundled demo's annotators: two on every output, a third on the 50 outputs of one run (so that the
 # Alternative Annotator Test, which needs three raters, runs in the demo). Their ratings are illustrative
@@ -41,7 +40,7 @@ POWER = 0.8
 
 def n_to_detect(r: float = USEFUL_R, power: float = POWER, alpha: float = 0.05) -> int:
     """Items needed to tell a Pearson correlation r from 0 (Fisher z): 3 + ((z_a/2 + z_b) / atanh r)^2."""
-    z = float(ndtri(1 - alpha / 2) + ndtri(power))
+    z = float(special.ndtri(1 - alpha / 2) + special.ndtri(power))
     return math.ceil(3 + (z / math.atanh(r)) ** 2)
 
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import stdtr
 
+from services.stats import special
 from services.stats.calibration import Questions, jackknife_t_interval, question_codes
 from services.stats.core import FloatArray, as_vector, check_confidence
 from services.stats.resampling import JackknifeCI
@@ -104,7 +104,7 @@ def paired_t_less(a: FloatArray, b: FloatArray) -> tuple[float, float]:
     mean = float(d.mean())
     v = float(np.mean((d - mean) ** 2)) * (n / (n - 1))
     t = mean / math.sqrt(v / n)
-    return t, float(stdtr(n - 1, t))
+    return t, float(special.stdtr(n - 1, t))
 
 
 def _indicators(pred: FloatArray, rater: FloatArray, ref: FloatArray) -> tuple[FloatArray, FloatArray]:

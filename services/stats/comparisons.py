@@ -15,8 +15,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
+from services.stats import special
 from services.stats.core import (
     DEFAULT_CHUNK_ELEMENTS,
     CorrMethod,
@@ -463,5 +463,5 @@ def n_needed_to_separate(
     if r1 == r2:
         raise ValueError("equal correlations cannot be separated at any n")
     c = zou_c(r1, r2, r12_between_metrics)
-    z = float(ndtri(1 - alpha / 2)) + float(ndtri(power))
+    z = float(special.ndtri(1 - alpha / 2)) + float(special.ndtri(power))
     return math.ceil(3 + z**2 * (2 - 2 * c) / (math.atanh(r1) - math.atanh(r2)) ** 2)

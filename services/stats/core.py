@@ -13,7 +13,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
+
+from services.stats import special
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -138,7 +139,7 @@ def check_confidence(confidence: float) -> None:
 
 def z_critical(confidence: float) -> float:
     """The two-sided normal quantile of ``confidence`` (1.96 at 0.95)."""
-    return float(ndtri(0.5 + confidence / 2.0))
+    return float(special.ndtri(0.5 + confidence / 2.0))
 
 
 # ------------------------------------------------------------------------------- reference correlations

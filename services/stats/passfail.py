@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
 
+from services.stats import special
 from services.stats.core import (
     DEFAULT_CHUNK_ELEMENTS,
     FloatArray,
@@ -512,7 +512,9 @@ def _delong_logit_interval(
         return Interval(auc, None, None, "delong-logit", "DeLong variance is 0")
     half = z_critical(confidence) * math.sqrt(var) / (auc * (1.0 - auc))
     centre = math.log(auc / (1.0 - auc))
-    return Interval(auc, float(expit(centre - half)), float(expit(centre + half)), "delong-logit")
+    return Interval(
+        auc, float(special.expit(centre - half)), float(special.expit(centre + half)), "delong-logit"
+    )
 
 
 def _shown_thresholds(cuts: tuple[float, float], higher_is_better: bool) -> tuple[float, float]:

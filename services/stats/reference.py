@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import betaincc, fdtrc, fdtri, ndtr, stdtr, stdtrit
 
+from services.stats import special
 from services.stats.core import CorrMethod, FloatArray, IntArray
 from services.stats.ranks import lower_left, tie_groups
 
@@ -41,17 +41,17 @@ __all__ = [
 # outside it they answer with the support's limits, which the callers never ask for.
 def norm_sf(x: float) -> float:
     """``scipy.stats.norm.sf(x)``."""
-    return float(ndtr(-x))
+    return float(special.ndtr(-x))
 
 
 def t_sf(x: float, df: float) -> float:
     """``scipy.stats.t.sf(x, df)``."""
-    return float(stdtr(df, -x))
+    return float(special.stdtr(df, -x))
 
 
 def t_quantile(p: float, df: float) -> float:
     """``scipy.stats.t.ppf(p, df)`` for 0 < p < 1."""
-    return float(stdtrit(df, p))
+    return float(special.stdtrit(df, p))
 
 
 def _f_args(dfn: float, dfd: float) -> bool:
@@ -67,7 +67,7 @@ def f_sf(x: float, dfn: float, dfd: float) -> np.float64:
         return np.float64(1.0)
     if math.isinf(x):
         return np.float64(0.0)
-    return np.float64(fdtrc(dfn, dfd, x))
+    return np.float64(special.fdtrc(dfn, dfd, x))
 
 
 def f_ppf(q: float, dfn: float, dfd: float) -> np.float64:
@@ -79,7 +79,7 @@ def f_ppf(q: float, dfn: float, dfd: float) -> np.float64:
         return np.float64(0.0)
     if q == 1:
         return np.float64(math.inf)
-    return np.float64(fdtri(dfn, dfd, q))
+    return np.float64(special.fdtri(dfn, dfd, q))
 
 
 # ------------------------------------------------------------------------------------------------ ranks
@@ -106,7 +106,7 @@ def pearsonr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
         r = np.vecdot(xm / normxm, ym / normym, axis=-1)  # type: ignore[call-overload]
     r = np.clip(r, -1.0, 1.0)
     ab = np.asarray(n / 2 - 1, dtype=np.float64)
-    pvalue = 2 * betaincc(ab, ab, (np.abs(r) - -1) / 2)
+    pvalue = 2 * special.betaincc(ab, ab, (np.abs(r) - -1) / 2)
     return float(r), float(pvalue)
 
 
@@ -117,7 +117,7 @@ def spearmanr(x: FloatArray, y: FloatArray) -> tuple[float, float]:
     dof = x.size - 2
     with np.errstate(divide="ignore"):
         t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
-    prob = 2 * stdtr(dof, -np.abs(t))
+    prob = 2 * special.stdtr(dof, -np.abs(t))
     return float(rs[1, 0]), float(prob[1, 0])
 
 
@@ -173,7 +173,7 @@ def kendalltau(x: FloatArray, y: FloatArray) -> tuple[float, float]:
         m = size * (size - 1.0)
         var = (m * (2 * size + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (size - 2))
         z = con_minus_dis / np.sqrt(var)
-        pvalue = 2 * ndtr(-np.abs(z))
+        pvalue = 2 * special.ndtr(-np.abs(z))
     return float(tau), float(pvalue)
 
 

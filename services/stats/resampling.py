@@ -18,8 +18,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtr, ndtri
 
+from services.stats import special
 from services.stats.core import FloatArray, IntArray, as_vector, check_confidence
 from services.stats.reference import t_quantile, t_sf
 
@@ -196,7 +196,7 @@ def _bca_constants(tb: FloatArray, theta_hat: float, jack: FloatArray) -> _Bca |
     percentile = (np.count_nonzero(tb < theta_hat) + np.count_nonzero(tb <= theta_hat)) / (2 * n_resamples)
     if percentile in (0.0, 1.0):
         return "estimate lies outside the bootstrap distribution (BCa)"
-    z0 = float(ndtri(percentile))
+    z0 = float(special.ndtri(percentile))
     n_j = float(jack.size)
     u = (n_j - 1) * (np.mean(jack) - jack)
     den = np.sum(u**2) / n_j**2
@@ -234,9 +234,11 @@ def bootstrap_limits(
         if isinstance(bca, str):
             return bca
         z0, a_hat = bca.z0, bca.a_hat
-        z_alpha = float(ndtri(alpha))
+        z_alpha = float(special.ndtri(alpha))
         num1, num2 = z0 + z_alpha, z0 - z_alpha
-        probs = np.array([ndtr(z0 + num1 / (1 - a_hat * num1)), ndtr(z0 + num2 / (1 - a_hat * num2))])
+        probs = np.array(
+            [special.ndtr(z0 + num1 / (1 - a_hat * num1)), special.ndtr(z0 + num2 / (1 - a_hat * num2))]
+        )
         if not np.isfinite(probs).all():
             return "BCa adjustment undefined (extreme acceleration)"
     low, high = (float(v) for v in sps.quantile(tb, probs))
@@ -262,7 +264,7 @@ def bootstrap_p_value(
         # BCa map of a clamped position would give a p that contradicts it.
         return 1.0 / n_resamples
     position = min(max(below / (2 * n_resamples), 0.5 / n_resamples), 1 - 0.5 / n_resamples)
-    z = float(ndtri(position))
+    z = float(special.ndtri(position))
     if jack is not None:
         bca = _bca_constants(values, theta_hat, as_vector(jack, "jack"))
         if isinstance(bca, str):
@@ -273,7 +275,7 @@ def bootstrap_p_value(
         if 1 + bca.a_hat * d <= 0:
             return None
         z = d / (1 + bca.a_hat * d) - bca.z0
-    return float(min(1.0, 2 * min(ndtr(z), ndtr(-z))))
+    return float(min(1.0, 2 * min(special.ndtr(z), special.ndtr(-z))))
 
 
 def _intervals(
@@ -348,14 +350,14 @@ def expanded_confidence(confidence: float, units: int) -> float:
     if units < 2:
         raise ValueError(f"need at least 2 units to expand an interval, got {units}")
     t = t_quantile(0.5 + confidence / 2, units - 1)
-    return float(2 * ndtr(math.sqrt(units / (units - 1)) * t) - 1)
+    return float(2 * special.ndtr(math.sqrt(units / (units - 1)) * t) - 1)
 
 
 def _expanded_p(p: float, units: int) -> float:
     """The p of an expanded interval from the p of the plain one: the nominal 1 - confidence at which the
     expanded interval's limit reaches the null (the plain interval's limit there is at level 1 - p). Not
     for the floor p = 1/n_resamples of a null beyond every resample, which every interval excludes."""
-    z = float(ndtri(1 - p / 2))
+    z = float(special.ndtri(1 - p / 2))
     return float(min(1.0, 2 * t_sf(z / math.sqrt(units / (units - 1)), units - 1)))
 
 

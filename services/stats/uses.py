@@ -25,8 +25,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri, stdtr
 
+from services.stats import special
 from services.stats.calibration import Questions, jackknife_t_interval, question_index
 from services.stats.core import FloatArray, as_vector
 from services.stats.reference import t_quantile
@@ -73,7 +73,7 @@ def questions_for_power(sigma2: float, gap: float, alpha: float, power: float = 
     """(z_{1-alpha} + z_power)^2 sigma^2 / gap^2, rounded up; None for a zero gap."""
     if gap == 0.0:
         return None
-    z = float(ndtri(1 - alpha)) + float(ndtri(power))
+    z = float(special.ndtri(1 - alpha)) + float(special.ndtri(power))
     return max(math.ceil(z**2 * sigma2 / gap**2), 3)
 
 
@@ -108,7 +108,7 @@ def non_inferiority(
         return undefined("the difference is the same whichever question is left out: no standard error")
     t1 = t_quantile(1 - alpha, g - 1)
     lower, upper = difference - t1 * se, difference + t1 * se
-    p = float(stdtr(g - 1, (difference - margin) / se))
+    p = float(special.stdtr(g - 1, (difference - margin) / se))
     decision: Decision
     needed = None
     if upper < margin:

@@ -42,13 +42,14 @@ def test_judge_metrics_unavailable_without_judge() -> None:
 
 def test_importing_the_app_loads_no_metric_or_statistics_library() -> None:
     # The statistics' libraries load in the report processes (services.stats.warm_up), not in the API's
-    # start-up, which /healthz waits for.
+    # start-up, which /healthz waits for (scipy.special through services.stats.special, on first use).
     code = (
         "import sys; import app.main; from services.metrics import registry; "
         "[registry.availability(s, registry.Settings()) for s in registry.CATALOGUE]; "
         "heavy = [m for m in ('torch', 'sacrebleu', 'nltk', 'bert_score', 'rouge_score', 'ragas', "
         "'deepeval', 'opik', 'ragchecker', 'sentence_transformers', 'transformers', 'scipy.stats', "
-        "'scipy.sparse', 'pandas', 'pingouin', 'sklearn', 'numba', 'matplotlib') if m in sys.modules]; "
+        "'scipy.sparse', 'scipy.special', 'pandas', 'pingouin', 'sklearn', 'numba', 'matplotlib') "
+        "if m in sys.modules]; "
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
