@@ -38,10 +38,12 @@ def gateway(fake: FakeLLM, engine: Engine) -> Iterator[JudgeGateway]:
 
 
 def ask(base_url: str, content: str, **kw: Any) -> str:
-    client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
-    resp = client.chat.completions.create(
-        model="whatever", messages=[{"role": "user", "content": content}], **kw
-    )
+    # Closed at once: a client left to the collector closes its keep-alive socket with a ResourceWarning,
+    # an error in whichever test is running then.
+    with openai.OpenAI(base_url=base_url, api_key="x", max_retries=0) as client:
+        resp = client.chat.completions.create(
+            model="whatever", messages=[{"role": "user", "content": content}], **kw
+        )
     return str(resp.choices[0].message.content)
 
 
@@ -126,7 +128,8 @@ def test_the_scope_header_numbers_repeats_like_the_path(gateway: JudgeGateway, f
         )
         return str(resp.choices[0].message.content)
 
-    assert [asked("o1"), asked("o1"), asked("o2")] == ["answer 0", "answer 1", "answer 0"]
+    with client:
+        assert [asked("o1"), asked("o1"), asked("o2")] == ["answer 0", "answer 1", "answer 0"]
     scopes = gateway.ledgers[token].scopes
     assert (scopes[("m", "o1")].calls, scopes[("m", "o2")].calls) == (2, 1)
 
