@@ -8,6 +8,8 @@ the reference the compiled kernels are tested against, and has a closed-form lea
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -123,7 +125,7 @@ def _sorted_layout(ties: list[Ties], human: Ties) -> tuple[IntArray, NDArray[np.
     return orders, last, levels
 
 
-class _RankKernel(_CorrelationKernel):
+class _RankKernel(_CorrelationKernel, ABC):
     """Spearman or Kendall: tie groups of every metric and of the human score, laid out for the compiled
     per-resample kernel ``stats_kernels.<method>_rows``."""
 
@@ -133,8 +135,10 @@ class _RankKernel(_CorrelationKernel):
         self.h_ties = tie_groups(human)
         self.layout = _sorted_layout(self.x_ties, self.h_ties)
 
+    @abstractmethod
     def resample_numpy(self, counts: IntArray) -> FloatArray:
-        raise NotImplementedError
+        """The statistic on every resample in numpy: the compiled kernel's reference, and its stand-in for
+        jobs too small to load it (``services.stats.resampling.compiled_pays``)."""
 
     def resample(self, counts: IntArray, compiled: bool = True) -> FloatArray:
         if not compiled:
